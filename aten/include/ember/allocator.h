@@ -1,0 +1,28 @@
+#pragma once
+// Allocators per device type. The CPU one caches large blocks so that
+// out-of-place ops on big tensors do not page-fault on every call.
+#include <cstddef>
+#include "ember/device.h"
+
+namespace ember {
+
+struct DataPtr {
+  void* ptr = nullptr;
+  void* ctx = nullptr;                            // handed back to the deleter
+  void (*deleter)(void* ctx, void* ptr) = nullptr;
+};
+
+struct Allocator {
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+
+Allocator* cpu_allocator();
+Allocator* allocator_for(DeviceType t);
+void register_allocator(DeviceType t, Allocator* a);
+
+struct CpuCacheStats { size_t cached_bytes, allocated_bytes; };
+CpuCacheStats cpu_cache_stats();
+void cpu_empty_cache();
+
+}  // namespace ember

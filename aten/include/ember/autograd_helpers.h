@@ -1,0 +1,38 @@
+#pragma once
+// Functions derivative formulas call besides ember ops (codegen/formula.py
+// lists their signatures). Built from ember ops, so they are differentiable.
+#include <optional>
+#include "ember/tensor.h"
+
+namespace ember::autograd {
+
+Tensor zeros_like(const Tensor& self);
+// Sums a broadcast gradient down to `shape`.
+Tensor sum_to(const Tensor& grad, const IntList& shape);
+// The gradient of a reduction over `dim`, expanded back to the input `shape`.
+Tensor expand_reduced(const Tensor& grad, const IntList& shape, const std::optional<IntList>& dim, bool keepdim);
+Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                     const std::optional<IntList>& dim, bool keepdim);
+// amax/amin: the gradient split evenly among the elements equal to the result.
+Tensor select_extreme_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                               const std::optional<IntList>& dim, bool keepdim);
+// max.dim/min.dim: the gradient scattered to `indices` along `dim`.
+Tensor index_reduction_backward(const Tensor& grad, const Tensor& indices, const IntList& shape, int64_t dim,
+                                bool keepdim);
+IntList invert_permutation(const IntList& dims);
+Tensor select_backward(const Tensor& grad, const IntList& shape, int64_t dim, int64_t index);
+Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std::optional<int64_t> start,
+                      std::optional<int64_t> end, int64_t step);
+Tensor index_backward(const Tensor& grad, const IntList& shape, const TensorList& indices);
+// A copy of `self` with `values` written (or added) at `indices`.
+Tensor index_put(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate);
+Tensor index_values_backward(const Tensor& grad, const TensorList& indices, const IntList& shape);
+// True where `self` lies within [min, max] (bounds may be None).
+Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+
+// A view's autograd record points at its base, so in-place ops on it are caught.
+void mark_view(const Tensor& view, const Tensor& base);
+// Attaches a node that raises at backward: the op has no derivative.
+void set_not_differentiable(const Tensor& result, const char* op);
+
+}  // namespace ember::autograd

@@ -1,0 +1,154 @@
+#pragma once
+// The functions of the `scalar:` language (ops.yaml), once, for host and
+// device. Arguments are already in the op's math type (float for halves).
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include "ember/macros.h"
+
+#if !defined(__CUDACC__) && defined(__x86_64__) && defined(__GNUC__)
+// glibc declares its vector math (libmvec) only under -ffast-math; declaring
+// it here lets `#pragma omp simd` loops vectorise exp, log, sin... without
+// giving up IEEE semantics.
+extern "C" {
+#define EMBER_SIMD __attribute__((__simd__("notinbranch")))
+float expf(float) noexcept EMBER_SIMD; double exp(double) noexcept EMBER_SIMD;
+float logf(float) noexcept EMBER_SIMD; double log(double) noexcept EMBER_SIMD;
+float sinf(float) noexcept EMBER_SIMD; double sin(double) noexcept EMBER_SIMD;
+float cosf(float) noexcept EMBER_SIMD; double cos(double) noexcept EMBER_SIMD;
+float tanhf(float) noexcept EMBER_SIMD; double tanh(double) noexcept EMBER_SIMD;
+float expm1f(float) noexcept EMBER_SIMD; double expm1(double) noexcept EMBER_SIMD;
+float log1pf(float) noexcept EMBER_SIMD; double log1p(double) noexcept EMBER_SIMD;
+float powf(float, float) noexcept EMBER_SIMD; double pow(double, double) noexcept EMBER_SIMD;
+#undef EMBER_SIMD
+}
+#endif
+
+namespace ember::math {
+
+template <typename T> constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+#define EMBER_UNARY_FLOAT(name, fn)                                        \
+  EMBER_HD inline float name(float x) { return ::fn##f(x); }                \
+  EMBER_HD inline double name(double x) { return ::fn(x); }
+EMBER_UNARY_FLOAT(exp, exp)
+EMBER_UNARY_FLOAT(log, log)
+EMBER_UNARY_FLOAT(log1p, log1p)
+EMBER_UNARY_FLOAT(expm1, expm1)
+EMBER_UNARY_FLOAT(sqrt, sqrt)
+EMBER_UNARY_FLOAT(sin, sin)
+EMBER_UNARY_FLOAT(cos, cos)
+EMBER_UNARY_FLOAT(tan, tan)
+EMBER_UNARY_FLOAT(tanh, tanh)
+EMBER_UNARY_FLOAT(erf, erf)
+#undef EMBER_UNARY_FLOAT
+
+// Rounding is the identity on integers.
+template <typename T> EMBER_HD inline T floor(T x) { if constexpr (is_float_v<T>) return std::floor(x); else return x; }
+template <typename T> EMBER_HD inline T ceil(T x) { if constexpr (is_float_v<T>) return std::ceil(x); else return x; }
+template <typename T> EMBER_HD inline T trunc(T x) { if constexpr (is_float_v<T>) return std::trunc(x); else return x; }
+template <typename T> EMBER_HD inline T round(T x) { if constexpr (is_float_v<T>) return std::nearbyint(x); else return x; }
+
+template <typename T> EMBER_HD inline T abs(T x) {
+  if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return x;
+  else if constexpr (is_float_v<T>) return std::fabs(x);
+  else return x < 0 ? (T)-x : x;
+}
+template <typename T> EMBER_HD inline T sign(T x) {
+  if constexpr (std::is_same_v<T, bool>) return x;
+  else if constexpr (is_float_v<T>) return x != x ? x : (T)((T(0) < x) - (x < T(0)));
+  else return (T)((T(0) < x) - (x < T(0)));
+}
+template <typename T> EMBER_HD inline bool isnan(T x) { if constexpr (is_float_v<T>) return x != x; else return false; }
+template <typename T> EMBER_HD inline bool isinf(T x) {
+  if constexpr (is_float_v<T>) return x == (T)INFINITY || x == -(T)INFINITY; else return false;
+}
+// NaN-propagating max/min, as PyTorch's maximum/minimum and amax/amin.
+template <typename T> EMBER_HD inline T maximum(T a, T b) {
+  if constexpr (is_float_v<T>) { if (a != a) return a; if (b != b) return b; }
+  return a > b ? a : b;
+}
+template <typename T> EMBER_HD inline T minimum(T a, T b) {
+  if constexpr (is_float_v<T>) { if (a != a) return a; if (b != b) return b; }
+  return a < b ? a : b;
+}
+template <typename C, typename A, typename B> EMBER_HD inline auto where(C c, A a, B b) {
+  using R = std::common_type_t<A, B>;
+  return c ? (R)a : (R)b;
+}
+
+// An optional bound: `has` is false for None.
+template <typename T> struct Opt { T value; bool has; };
+template <typename T> EMBER_HD inline T clamp(T x, Opt<T> lo, Opt<T> hi) {
+  if constexpr (is_float_v<T>) { if (x != x) return x; }
+  if (lo.has && x < lo.value) x = lo.value;
+  if (hi.has && x > hi.value) x = hi.value;
+  return x;
+}
+template <typename T> EMBER_HD inline bool clamp_mask(T x, Opt<T> lo, Opt<T> hi) {
+  return (!lo.has || x >= lo.value) && (!hi.has || x <= hi.value);
+}
+
+// Integer division never traps: division by zero gives 0 (ops check for it
+// beforehand where PyTorch raises) and MIN / -1 wraps.
+template <typename T> EMBER_HD inline T trunc_divide(T a, T b) {
+  if constexpr (is_float_v<T>) return std::trunc(a / b);
+  else if constexpr (std::is_same_v<T, bool>) return b ? a : false;
+  else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) if (b == -1) return (T)(0 - (std::make_unsigned_t<T>)a);
+    return a / b;
+  }
+}
+template <typename T> EMBER_HD inline T floor_divide(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    if (div == 0) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += 1;
+    return fl;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return b ? a : false;
+  } else {
+    T q = trunc_divide(a, b);
+    if constexpr (std::is_signed_v<T>) if (b != 0 && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+  }
+}
+template <typename T> EMBER_HD inline T remainder(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    T m = std::fmod(a, b);
+    if (m != 0 && ((b < 0) != (m < 0))) m += b;
+    return m;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return false;
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;
+      T m = a % b;
+      if (m != 0 && ((b < 0) != (m < 0))) m += b;
+      return m;
+    } else return a % b;
+  }
+}
+template <typename T> EMBER_HD inline T pow(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) return ::powf(a, b);
+  else if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
+  else if constexpr (std::is_same_v<T, bool>) return a || !b;
+  else {
+    // Integer power by squaring; negative exponents follow PyTorch (1, -1, or 0).
+    if constexpr (std::is_signed_v<T>) {
+      if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    }
+    using U = std::make_unsigned_t<T>;
+    U result = 1, base = (U)a;
+    for (T e = b; e > 0; e >>= 1) { if (e & 1) result *= base; base *= base; }
+    return (T)result;
+  }
+}
+
+}  // namespace ember::math

@@ -1,0 +1,44 @@
+#pragma once
+// Small checks and conversions that generated op entries call.
+#include <optional>
+#include "ember/iterator.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+[[noreturn]] void kernel_missing(const char* op, Device device);
+
+template <typename Fn>
+Fn kernel_for(Fn* table, Device device, const char* op) {
+  Fn fn = table[(int)device.type];
+  if (!fn) kernel_missing(op, device);
+  return fn;
+}
+
+// Tensors on one device; the first tensor's dtype among the op's declared dtypes.
+void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors);
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
+// Integer division by zero raises ZeroDivisionError, as PyTorch does on the CPU.
+void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* op);
+// The value an in-place op overwrites, kept for its backward.
+Tensor clone_for_save(const Tensor& t);
+void set_factory_requires_grad(const Tensor& t, const char* op);
+// Resizes `out` to `value`'s shape when needed and copies into it (out= of non-pointwise ops).
+void copy_into_out(const Tensor& out, const Tensor& value, const char* op);
+// Gives `t` new sizes in place (contiguous), reallocating when its storage is too small.
+void resize_(const Tensor& t, const DimVector& sizes);
+Device first_device(const TensorList& ts, const char* op);
+
+// The `dim` argument of reductions: nullopt means every dim.
+inline std::optional<IntList> reduce_dims_arg(const std::optional<IntList>& d) { return d; }
+inline std::optional<IntList> reduce_dims_arg(const IntList& d) {
+  if (d.empty()) return std::nullopt;
+  return d;
+}
+inline std::optional<IntList> reduce_dims_arg(std::optional<int64_t> d) {
+  if (!d) return std::nullopt;
+  return IntList{*d};
+}
+inline std::optional<IntList> optional_int_list(std::optional<int64_t> d) { return reduce_dims_arg(d); }
+
+}  // namespace ember

@@ -1,0 +1,239 @@
+// The functions derivative formulas call besides ember ops. Every one is made
+// of public ember ops, so the gradients they build are differentiable again.
+#include "ember/autograd_helpers.h"
+
+#include <memory>
+#include <string>
+
+#include "ember/autograd.h"
+#include "ember/ops.h"
+#include "ember/reduce.h"
+
+namespace ember::autograd {
+
+namespace {
+
+// nullopt and an empty list both mean every dim.
+std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
+  if (dim && dim->empty()) return std::nullopt;
+  return dim;
+}
+
+// Puts back the size-1 dims a reduction without keepdim removed.
+Tensor restore_reduced(const Tensor& t, const DimVector& mask, bool keepdim) {
+  if (keepdim) return t;
+  Tensor r = t;
+  for (int64_t d = 0; d < (int64_t)mask.size(); ++d)
+    if (mask[d]) r = ember::unsqueeze(r, d);
+  return r;
+}
+
+// The reduced dims of a mask; nullopt (all) when the mask has none (0-d inputs).
+std::optional<IntList> mask_dims(const DimVector& mask) {
+  IntList dims;
+  for (int64_t d = 0; d < (int64_t)mask.size(); ++d)
+    if (mask[d]) dims.push_back(d);
+  if (dims.empty()) return std::nullopt;
+  return dims;
+}
+
+Tensor zeros_of(const DimVector& shape, const Tensor& like) {
+  return ember::zeros(shape, like.dtype(), like.device());
+}
+
+Tensor number(int64_t v) { return wrap_number(Scalar(v)); }
+
+struct NotImplementedBackward final : Node {
+  std::string op;
+  std::string name() const override { return "NotImplemented"; }
+  TensorList apply(TensorList&&) override {
+    EMBER_FAIL(Runtime, "the derivative for '", op, "' is not implemented");
+  }
+};
+
+}  // namespace
+
+Tensor zeros_like(const Tensor& self) { return zeros_of(self.sizes(), self); }
+
+Tensor sum_to(const Tensor& grad, const IntList& shape) {
+  if (grad.sizes() == shape) return grad;
+  const int64_t lead = grad.dim() - (int64_t)shape.size();
+  if (lead < 0) {
+    EMBER_CHECK(grad.numel() == compute_numel(shape), Runtime, "sum_to: gradient of shape ", grad.sizes(),
+                " cannot be reduced to shape ", shape);
+    return ember::reshape(grad, shape);
+  }
+  IntList dims;
+  for (int64_t i = 0; i < grad.dim(); ++i) {
+    if (i < lead) dims.push_back(i);
+    else if (shape[i - lead] == 1 && grad.sizes()[i] != 1) dims.push_back(i);
+    else
+      EMBER_CHECK(shape[i - lead] == grad.sizes()[i] || grad.sizes()[i] == 1, Runtime, "sum_to: gradient of shape ",
+                  grad.sizes(), " cannot be reduced to shape ", shape);
+  }
+  Tensor r = dims.empty() ? grad : ember::sum(grad, dims, true, std::nullopt);
+  if (r.sizes() != shape) {
+    if (r.numel() == compute_numel(shape)) r = ember::reshape(r, shape);
+    else r = ember::expand(ember::reshape(r, IntList(r.sizes().data() + lead, r.sizes().end())), shape);
+  }
+  return r;
+}
+
+Tensor expand_reduced(const Tensor& grad, const IntList& shape, const std::optional<IntList>& dim, bool keepdim) {
+  const int64_t ndim = (int64_t)shape.size();
+  std::optional<IntList> dims = dim;
+  // An empty list: every dim, unless the gradient shows nothing was removed.
+  if (dims && dims->empty() && (keepdim || grad.dim() < ndim)) dims = std::nullopt;
+  DimVector mask = reduction_mask(dims, ndim, "sum");
+  return ember::expand(restore_reduced(grad, mask, keepdim), shape);
+}
+
+Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, const std::optional<IntList>& dim,
+                     bool keepdim) {
+  (void)result;
+  if (self.numel() == 0) return zeros_of(self.sizes(), grad);
+  std::optional<int64_t> d;
+  if (dim && !dim->empty() && self.dim() > 0) d = wrap_dim((*dim)[0], self.dim(), "prod");
+  // Over every dim: work on the flattened input, along dim 0.
+  Tensor x = d ? self : ember::reshape(self, IntList{self.numel()});
+  Tensor g = d ? (keepdim ? grad : ember::unsqueeze(grad, *d)) : ember::reshape(grad, IntList{1});
+  const int64_t rd = d.value_or(0);
+  // d prod / d x_i is the product of the others: prod / x_i without zeros; with
+  // exactly one zero, the product of the non-zeros at the zero and 0 elsewhere;
+  // with two or more zeros, 0 everywhere.
+  Tensor is_zero = ember::eq(x, number(0));
+  Tensor zero_count = ember::sum(is_zero, IntList{rd}, true, std::nullopt);
+  Tensor x_nz = ember::where(is_zero, number(1), x);
+  Tensor prod_nz = ember::prod(x_nz, rd, true, std::nullopt);
+  Tensor gp = ember::mul(g, prod_nz);
+  Tensor at_single_zero = ember::logical_and(ember::eq(zero_count, number(1)), is_zero);
+  Tensor res = ember::where(ember::eq(zero_count, number(0)), ember::true_divide(gp, x_nz),
+                            ember::where(at_single_zero, gp, number(0)));
+  if (!d) res = ember::reshape(res, self.sizes());
+  return res;
+}
+
+Tensor select_extreme_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                               const std::optional<IntList>& dim, bool keepdim) {
+  DimVector mask = reduction_mask(all_if_empty(dim), self.dim(), "amax");
+  Tensor g = restore_reduced(grad, mask, keepdim);
+  Tensor r = restore_reduced(result, mask, keepdim);
+  Tensor hit = ember::eq(self, r);
+  Tensor count = ember::sum(hit, mask_dims(mask), true, std::nullopt);
+  return ember::mul(ember::true_divide(g, count), hit);
+}
+
+Tensor index_reduction_backward(const Tensor& grad, const Tensor& indices, const IntList& shape, int64_t dim,
+                                bool keepdim) {
+  const int64_t ndim = (int64_t)shape.size();
+  if (ndim == 0) return ember::reshape(grad, shape);
+  const int64_t d = wrap_dim(dim, ndim, "max");
+  Tensor g = keepdim ? grad : ember::unsqueeze(grad, d);
+  Tensor idx = keepdim ? indices : ember::unsqueeze(indices, d);
+  // One-hot along `dim`: position == index, broadcast against the gradient.
+  DimVector pos_shape(ndim, 1);
+  pos_shape[d] = shape[d];
+  Tensor pos = ember::reshape(
+      ember::arange(Scalar(shape[d]), std::nullopt, Scalar(int64_t(1)), ScalarType::Int64, indices.device(), false),
+      pos_shape);
+  Tensor hit = ember::eq(pos, idx);
+  Tensor res = ember::where(hit, g, number(0));
+  if (res.sizes() != shape) res = ember::expand(res, shape);
+  return res;
+}
+
+IntList invert_permutation(const IntList& dims) {
+  const int64_t n = (int64_t)dims.size();
+  IntList out(n);
+  for (int64_t i = 0; i < n; ++i) out[wrap_dim(dims[i], n, "permute")] = i;
+  return out;
+}
+
+Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std::optional<int64_t> start,
+                      std::optional<int64_t> end, int64_t step) {
+  const int64_t ndim = (int64_t)shape.size();
+  const int64_t d = wrap_dim(dim, ndim, "slice");
+  const int64_t size = shape[d];
+  // The same clamping as slice.
+  int64_t s = start.value_or(0);
+  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
+  if (s < 0) s += size;
+  if (e < 0) e += size;
+  if (s < 0) s = 0;
+  else if (s >= size) s = size;
+  if (e < s) e = s;
+  else if (e >= size) e = size;
+  const int64_t k = grad.sizes()[d];
+  if (k == 0 || grad.numel() == 0) return zeros_of(shape, grad);
+  Tensor g = grad;
+  if (step > 1) {
+    // Follow each gradient row by step - 1 zero rows, then trim to the sliced span.
+    Tensor gu = ember::unsqueeze(grad, d + 1);
+    DimVector zs = gu.sizes();
+    zs[d + 1] = step - 1;
+    Tensor inter = ember::cat({gu, zeros_of(zs, grad)}, d + 1);
+    DimVector flat = grad.sizes();
+    flat[d] = k * step;
+    g = ember::narrow(ember::reshape(inter, flat), d, 0, e - s);
+  }
+  TensorList parts;
+  DimVector zs = g.sizes();
+  if (s > 0) {
+    zs[d] = s;
+    parts.push_back(zeros_of(zs, grad));
+  }
+  parts.push_back(g);
+  if (size - e > 0) {
+    zs[d] = size - e;
+    parts.push_back(zeros_of(zs, grad));
+  }
+  return parts.size() == 1 ? g : ember::cat(parts, d);
+}
+
+Tensor select_backward(const Tensor& grad, const IntList& shape, int64_t dim, int64_t index) {
+  const int64_t d = wrap_dim(dim, (int64_t)shape.size(), "select");
+  if (index < 0) index += shape[d];
+  return slice_backward(ember::unsqueeze(grad, d), shape, d, index, index + 1, 1);
+}
+
+Tensor index_backward(const Tensor& grad, const IntList& shape, const TensorList& indices) {
+  Tensor z = zeros_of(shape, grad);
+  return ember::index_put_(z, indices, grad, true);
+}
+
+Tensor index_put(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate) {
+  Tensor r = ember::clone(self);
+  Tensor v = values.dtype() == self.dtype() ? values : ember::to_dtype(values, self.dtype());
+  return ember::index_put_(r, indices, v, accumulate);
+}
+
+Tensor index_values_backward(const Tensor& grad, const TensorList& indices, const IntList& shape) {
+  return sum_to(ember::index(grad, indices), shape);
+}
+
+Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  Tensor m;
+  if (min) m = ember::ge(self, wrap_number(*min));
+  if (max) {
+    Tensor le = ember::le(self, wrap_number(*max));
+    m = m.defined() ? ember::logical_and(m, le) : le;
+  }
+  if (!m.defined()) m = ember::ones(self.sizes(), ScalarType::Bool, self.device());
+  return m;
+}
+
+void mark_view(const Tensor& view, const Tensor& base) {
+  // Point at the root: a view of a view shares the root's storage and history.
+  Ref<TensorImpl> root = base.ref();
+  if (AutogradMeta* m = base.impl()->autograd.get(); m && m->view_base) root = m->view_base;
+  view.impl()->autograd_meta().view_base = root;
+}
+
+void set_not_differentiable(const Tensor& result, const char* op) {
+  if (!result.defined() || !is_floating(result.dtype()) || !GradMode::is_enabled()) return;
+  auto node = std::make_shared<NotImplementedBackward>();
+  node->op = op;
+  set_history(result, node);
+}
+
+}  // namespace ember::autograd

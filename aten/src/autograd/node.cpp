@@ -1,0 +1,127 @@
+// Nodes, edges, saved tensors, and the bookkeeping generated op wrappers call.
+#include <atomic>
+
+#include "ember/autograd.h"
+#include "ember/autograd_helpers.h"
+#include "ember/ops.h"
+
+namespace ember {
+
+static thread_local bool t_grad_enabled = true;
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+static std::atomic<uint64_t> g_sequence_nr{0};
+Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+void Node::add_input(const Tensor& t) {
+  next_edges.push_back(t.defined() && t.requires_grad() ? autograd::gradient_edge(t) : Edge{});
+  if (t.defined()) input_meta.push_back({t.sizes(), t.dtype(), t.device()});
+  else input_meta.push_back({});
+}
+
+TensorList AccumulateGrad::apply(TensorList&& grads) {
+  Tensor& g = grads[0];
+  if (!g.defined()) return {};
+  AutogradMeta& meta = variable.impl()->autograd_meta();
+  if (!meta.grad.defined()) {
+    // Steal the incoming gradient when nobody else holds it; else copy it.
+    if (GradMode::is_enabled() || g.ref().use_count() > 1 || !g.is_contiguous()) {
+      meta.grad = GradMode::is_enabled() ? g : ember::clone(g);
+    } else {
+      meta.grad = g;
+    }
+  } else if (GradMode::is_enabled()) {
+    meta.grad = ember::add(meta.grad, g);
+  } else {
+    ember::add_(meta.grad, g);
+  }
+  return {};
+}
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  version_ = t.version();
+  is_output_ = is_output;
+  if (is_output) {
+    // An output saved by its own node must not own that node (a cycle):
+    // keep the data only and re-attach the node on unpack.
+    data_ = detach_copy(t);
+    output_nr_ = t.output_nr();
+    requires_grad_ = t.requires_grad();
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
+  if (was_released_)
+    EMBER_FAIL(Runtime,
+               "Trying to backward through the graph a second time (or directly access saved tensors after they "
+               "have already been freed). Saved intermediate values of the graph are freed when you call "
+               ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+               "graph a second time or if you need to access saved tensors after calling backward.");
+  if (!data_.defined()) return Tensor();
+  if (data_.version() != version_) {
+    std::string producer = owner ? owner->name() : "an op";
+    EMBER_FAIL(Runtime, "one of the variables needed for gradient computation has been modified by an inplace "
+               "operation: [", dtype_name(data_.dtype()), " tensor of shape ", data_.sizes(), "], which is ",
+               is_output_ ? "an output" : "an input", " of ", producer, ", is at version ", data_.version(),
+               "; expected version ", version_, " instead.");
+  }
+  if (!is_output_) return data_;
+  Tensor t = detach_copy(data_);
+  if (requires_grad_ && owner) autograd::set_history(t, owner, output_nr_);
+  return t;
+}
+
+namespace autograd {
+
+bool any_requires_grad(const TensorList& ts) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : ts) if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta& meta = t.impl()->autograd_meta();
+  if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
+  std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    meta.grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  if (!output.defined()) return;
+  AutogradMeta& meta = output.impl()->autograd_meta();
+  meta.grad_fn = node;
+  meta.output_nr = output_nr;
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  if (GradMode::is_enabled() && self.requires_grad() && self.is_leaf())
+    EMBER_FAIL(Runtime, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op) {
+  AutogradMeta& meta = self.impl()->autograd_meta();
+  EMBER_CHECK(!meta.view_base, Runtime, op,
+              ": an in-place operation on a view that is part of an autograd graph is not supported yet; "
+              "clone() the view first");
+  meta.grad_fn = node;
+  meta.output_nr = 0;
+}
+
+void check_out_no_grad(std::initializer_list<const Tensor*> ts, const char* op) {
+  if (!GradMode::is_enabled()) return;
+  for (const Tensor* t : ts)
+    EMBER_CHECK(!(t->defined() && t->requires_grad()), Runtime, op,
+                "(): functions with out=... arguments don't support automatic differentiation, but one of the "
+                "arguments requires grad.");
+}
+
+}  // namespace autograd
+}  // namespace ember

@@ -1,0 +1,108 @@
+// div with rounding modes, and matmul with NumPy's rules, over kernel ops.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "ember/ops.h"
+#include "ember/tensor.h"
+
+namespace ember::native {
+
+Tensor div(const Tensor& self, const Tensor& other, const std::optional<std::string>& rounding_mode) {
+  if (!rounding_mode) return ember::true_divide(self, other);
+  if (*rounding_mode == "trunc") return ember::_div_trunc(self, other);
+  if (*rounding_mode == "floor") return ember::floor_divide(self, other);
+  EMBER_FAIL(Value, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *rounding_mode,
+             "'");
+}
+
+namespace {
+
+DimVector leading(const DimVector& s, int64_t drop) {
+  int64_t n = std::max<int64_t>((int64_t)s.size() - drop, 0);
+  return DimVector(s.data(), s.data() + n);
+}
+
+// Broadcasts the batch dims of matmul's operands (PyTorch's infer_size).
+DimVector broadcast_batch(const DimVector& a, const DimVector& b) {
+  size_t n = std::max(a.size(), b.size());
+  DimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t offset = (int64_t)n - 1 - (int64_t)i;
+    int64_t da = (int64_t)a.size() - 1 - offset, db = (int64_t)b.size() - 1 - offset;
+    int64_t sa = da >= 0 ? a[da] : 1, sb = db >= 0 ? b[db] : 1;
+    EMBER_CHECK(sa == sb || sa == 1 || sb == 1, Runtime, "matmul: The size of tensor a (", sa,
+                ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i);
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+void check_mm_shapes(int64_t n, int64_t m1, int64_t m2, int64_t p) {
+  EMBER_CHECK(m1 == m2, Runtime, "matmul: mat1 and mat2 shapes cannot be multiplied (", n, "x", m1, " and ", m2, "x",
+              p, ")");
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  EMBER_CHECK(da != 0 && db != 0, Runtime, "both arguments to matmul need to be at least 1D, but they are ", da,
+              "D and ", db, "D");
+  const DimVector& sa = a.sizes();
+  const DimVector& sb = b.sizes();
+  if (da == 1 && db == 1) {
+    EMBER_CHECK(sa[0] == sb[0], Runtime, "matmul: inconsistent tensor size, expected tensor [", sa[0],
+                "] and src [", sb[0], "] to have the same number of elements, but got ", sa[0], " and ", sb[0],
+                " elements respectively");
+    return ember::dot(a, b);
+  }
+  if (da == 2 && db == 1) {
+    EMBER_CHECK(sa[1] == sb[0], Runtime, "matmul: size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
+                "), vec (", sb[0], ")");
+    return ember::squeeze(ember::mm(a, ember::unsqueeze(b, -1)), IntList{-1});
+  }
+  if (da == 1 && db == 2) {
+    check_mm_shapes(1, sa[0], sb[0], sb[1]);
+    return ember::squeeze(ember::mm(ember::unsqueeze(a, 0), b), IntList{0});
+  }
+  if (da == 2 && db == 2) {
+    check_mm_shapes(sa[0], sa[1], sb[0], sb[1]);
+    return ember::mm(a, b);
+  }
+  if (da >= 3 && db <= 2) {
+    // Fold a's batch dims into the rows of one matrix product.
+    const int64_t m1 = sa[da - 1];
+    const int64_t m2 = sb[0];
+    const int64_t p = db == 2 ? sb[1] : 1;
+    DimVector out_shape = leading(sa, 1);
+    const int64_t rows = compute_numel(out_shape);
+    check_mm_shapes(rows, m1, m2, p);
+    if (db == 2) out_shape.push_back(p);
+    Tensor a2 = ember::reshape(a, IntList{rows, m1});
+    Tensor b2 = db == 2 ? b : ember::unsqueeze(b, -1);
+    return ember::reshape(ember::mm(a2, b2), out_shape);
+  }
+  // Batched: broadcast the batch dims, flatten them into one, bmm, restore.
+  const int64_t n = da > 1 ? sa[da - 2] : 1;
+  const int64_t m1 = sa[da - 1];
+  const int64_t m2 = db > 1 ? sb[db - 2] : sb[0];
+  const int64_t p = db > 1 ? sb[db - 1] : 1;
+  DimVector batch = broadcast_batch(leading(sa, 2), leading(sb, 2));
+  const int64_t nbatch = compute_numel(batch);
+  EMBER_CHECK(m1 == m2, Runtime, "matmul: Expected size for first two dimensions of batch2 tensor to be: [", nbatch,
+              ", ", m1, "] but got: [", nbatch, ", ", m2, "].");
+  DimVector a_shape = batch, b_shape = batch;
+  a_shape.push_back(n);
+  a_shape.push_back(m1);
+  b_shape.push_back(m2);
+  b_shape.push_back(p);
+  Tensor a3 = ember::reshape(ember::expand(da == 1 ? ember::unsqueeze(a, 0) : a, a_shape), IntList{nbatch, n, m1});
+  Tensor b3 = ember::reshape(ember::expand(db == 1 ? ember::unsqueeze(b, -1) : b, b_shape), IntList{nbatch, m2, p});
+  DimVector out_shape = batch;
+  if (da > 1) out_shape.push_back(n);
+  if (db > 1) out_shape.push_back(p);
+  return ember::reshape(ember::bmm(a3, b3), out_shape);
+}
+
+}  // namespace ember::native

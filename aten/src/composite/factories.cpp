@@ -1,0 +1,323 @@
+// Factories: empty/zeros/ones/full, ranges, eye, and random tensors from the
+// counter-based Philox generator. Fills go through fill_ (any device); the
+// other factories compute on the CPU and move the result to `device`.
+// (requires_grad is applied by the generated entries.)
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "ember/allocator.h"
+#include "ember/generator.h"
+#include "ember/ops.h"
+#include "ember/parallel.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+Generator* default_generator() {
+  static Generator gen;
+  return &gen;
+}
+
+namespace native {
+
+namespace {
+
+Device resolve_device(const std::optional<Device>& device, const char* op) {
+  Device dev = device.value_or(Device());
+  if (dev.is_cuda())
+    EMBER_CHECK(allocator_for(DeviceType::CUDA) != nullptr, Runtime, op,
+                "(): CUDA is not available (ember was built without CUDA or no GPU is present)");
+  return dev;
+}
+
+// A tensor computed on the CPU, moved to where it was asked for.
+Tensor on_device(const Tensor& t, Device dev) {
+  if (dev.is_cpu()) return t;
+  return ember::to_device(t, dev, std::nullopt, false, false);
+}
+
+// out[i] = f(i) over a contiguous buffer, in parallel for large sizes.
+template <typename T, typename F>
+void fill_indexed(T* out, int64_t n, F&& f) {
+  parallel_for(n, kGrainSize, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = f(i);
+  });
+}
+
+// Philox fill: element i takes its bits from block first + i / PerBlock;
+// f(philox, k) makes the k-th element of a block.
+template <int PerBlock, typename T, typename F>
+void philox_fill(T* out, int64_t n, uint64_t seed, uint64_t first, F&& f) {
+  const int64_t blocks = (n + PerBlock - 1) / PerBlock;
+  parallel_for(blocks, std::max<int64_t>(kGrainSize / PerBlock, 1), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      Philox ph(seed, first + (uint64_t)b);
+      const int64_t base = b * PerBlock;
+      for (int k = 0; k < PerBlock && base + k < n; ++k) out[base + k] = f(ph, k);
+    }
+  });
+}
+
+struct Stream {
+  uint64_t seed, first;
+};
+// Reserves the counter blocks for `n` elements at `per_block` elements a block.
+Stream reserve(Generator* gen, int64_t n, int per_block) {
+  if (!gen) gen = default_generator();
+  uint64_t blocks = (uint64_t)((n + per_block - 1) / per_block);
+  uint64_t first = gen->reserve(blocks);
+  return {gen->seed, first};
+}
+
+// A value of a 16/32-bit float type in [0, 1) with as many random bits as it holds.
+template <typename T>
+T uniform_of(uint32_t x) {
+  if constexpr (std::is_same_v<T, Half>) return T((float)(x >> 21) * (1.0f / 2048.0f));
+  else if constexpr (std::is_same_v<T, BFloat16>) return T((float)(x >> 24) * (1.0f / 256.0f));
+  else return T(uniform_float(x));
+}
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+}  // namespace
+
+Tensor empty(const IntList& size, std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  return empty_tensor(size, dtype.value_or(default_dtype()), resolve_device(device, "empty"));
+}
+
+Tensor zeros(const IntList& size, std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), resolve_device(device, "zeros"));
+  ember::fill_(t, Scalar(int64_t(0)));
+  return t;
+}
+
+Tensor ones(const IntList& size, std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), resolve_device(device, "ones"));
+  ember::fill_(t, Scalar(int64_t(1)));
+  return t;
+}
+
+Tensor full(const IntList& size, const Scalar& fill_value, std::optional<ScalarType> dtype,
+            std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  ScalarType dt = dtype ? *dtype
+                        : fill_value.is_bool()       ? ScalarType::Bool
+                          : fill_value.is_integral() ? ScalarType::Int64
+                                                     : default_dtype();
+  Tensor t = empty_tensor(size, dt, resolve_device(device, "full"));
+  ember::fill_(t, fill_value);
+  return t;
+}
+
+Tensor arange(const Scalar& start_in, const std::optional<Scalar>& end_in, const Scalar& step,
+              std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  // arange(n) counts from 0.
+  Scalar start = end_in ? start_in : Scalar(int64_t(0));
+  Scalar end = end_in ? *end_in : start_in;
+  const bool all_integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  const ScalarType dt = dtype.value_or(all_integral ? ScalarType::Int64 : default_dtype());
+  Device dev = resolve_device(device, "arange");
+  EMBER_CHECK(dt != ScalarType::Bool, Runtime, "\"arange_cpu\" not implemented for 'Bool'");
+  int64_t size = 0;
+  if (is_integral(dt, false)) {
+    // Integral results step in int64, with the bounds truncated.
+    const int64_t xs = start.to_int(), xe = end.to_int(), xst = step.to_int();
+    EMBER_CHECK(xst != 0, Runtime, "step must be nonzero");
+    EMBER_CHECK((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs), Runtime,
+                "upper bound and larger bound inconsistent with step sign");
+    if (dt == ScalarType::Int64) {
+      const int64_t sgn = (xst > 0) - (xst < 0);
+      size = (xe - xs + xst - sgn) / xst;
+    } else {
+      size = (int64_t)std::ceil((end.to_double() - start.to_double()) / step.to_double());
+    }
+    Tensor t = empty_tensor(DimVector{size}, dt, Device());
+    visit_dtype(dt, [&]<typename T>() {
+      if constexpr (std::is_integral_v<T>)
+        fill_indexed(t.data<T>(), size, [&](int64_t i) { return (T)(xs + xst * i); });
+    });
+    return on_device(t, dev);
+  }
+  const double xs = start.to_double(), xe = end.to_double(), xst = step.to_double();
+  EMBER_CHECK(xst != 0, Runtime, "step must be nonzero");
+  EMBER_CHECK(std::isfinite(xs) && std::isfinite(xe), Runtime, "unsupported range: ", xs, " -> ", xe);
+  EMBER_CHECK((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs), Runtime,
+              "upper bound and larger bound inconsistent with step sign");
+  const double size_d = std::ceil((xe - xs) / xst);
+  EMBER_CHECK(size_d >= 0 && size_d <= (double)std::numeric_limits<int64_t>::max(), Runtime,
+              "invalid size, possible overflow?");
+  size = (int64_t)size_d;
+  Tensor t = empty_tensor(DimVector{size}, dt, Device());
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (!std::is_integral_v<T>)
+      fill_indexed(t.data<T>(), size, [&](int64_t i) { return T(xs + xst * (double)i); });
+  });
+  return on_device(t, dev);
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<ScalarType> dtype,
+                std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  EMBER_CHECK(steps >= 0, Runtime, "number of steps must be non-negative");
+  const ScalarType dt = dtype.value_or(default_dtype());
+  Device dev = resolve_device(device, "linspace");
+  EMBER_CHECK(dt != ScalarType::Bool, Runtime, "\"linspace_cpu\" not implemented for 'Bool'");
+  Tensor t = empty_tensor(DimVector{steps}, dt, Device());
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* out = t.data<T>();
+      if (steps == 1) {
+        out[0] = start.to<T>();
+        return;
+      }
+      // Values from both ends meet in the middle, as in PyTorch.
+      const int64_t halfway = steps / 2;
+      if constexpr (std::is_integral_v<T>) {
+        const T s = start.to<T>(), e = end.to<T>();
+        const double st = ((double)e - (double)s) / (double)(steps - 1);
+        fill_indexed(out, steps, [&](int64_t i) {
+          return i < halfway ? (T)(s + st * (double)i) : (T)(e - st * (double)(steps - i - 1));
+        });
+      } else {
+        using C = opmath_t<T>;
+        const C s = (C)start.to<T>(), e = (C)end.to<T>();
+        const C st = (e - s) / (C)(steps - 1);
+        fill_indexed(out, steps, [&](int64_t i) {
+          return i < halfway ? T(s + st * (C)i) : T(e - st * (C)(steps - i - 1));
+        });
+      }
+    }
+  });
+  return on_device(t, dev);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m_opt, std::optional<ScalarType> dtype, std::optional<Device> device,
+           bool requires_grad) {
+  (void)requires_grad;
+  const int64_t m = m_opt.value_or(n);
+  EMBER_CHECK(n >= 0, Runtime, "n must be greater or equal to 0, got ", n);
+  EMBER_CHECK(m >= 0, Runtime, "m must be greater or equal to 0, got ", m);
+  const ScalarType dt = dtype.value_or(default_dtype());
+  Device dev = resolve_device(device, "eye");
+  Tensor t = empty_tensor(DimVector{n, m}, dt, Device());
+  ember::fill_(t, Scalar(int64_t(0)));
+  visit_dtype(dt, [&]<typename T>() {
+    T* out = t.data<T>();
+    const T one = Scalar(int64_t(1)).to<T>();
+    for (int64_t i = 0; i < std::min(n, m); ++i) out[i * m + i] = one;
+  });
+  return on_device(t, dev);
+}
+
+Tensor rand(const IntList& size, Generator* generator, std::optional<ScalarType> dtype, std::optional<Device> device,
+            bool requires_grad) {
+  (void)requires_grad;
+  const ScalarType dt = dtype.value_or(default_dtype());
+  EMBER_CHECK(is_floating(dt), Runtime, "rand(): \"check_uniform_bounds\" not implemented for '", dtype_title(dt), "'");
+  Device dev = resolve_device(device, "rand");
+  Tensor t = empty_tensor(size, dt, Device());
+  const int64_t n = t.numel();
+  if (n == 0) return on_device(t, dev);
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, double>) {
+      // 53 bits a value: two values a block.
+      Stream s = reserve(generator, n, 2);
+      philox_fill<2>(t.data<T>(), n, s.seed, s.first,
+                     [](const Philox& ph, int k) { return uniform_double(ph.out[2 * k], ph.out[2 * k + 1]); });
+    } else if constexpr (!std::is_integral_v<T>) {
+      Stream s = reserve(generator, n, 4);
+      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [](const Philox& ph, int k) { return uniform_of<T>(ph.out[k]); });
+    }
+  });
+  return on_device(t, dev);
+}
+
+Tensor randn(const IntList& size, Generator* generator, std::optional<ScalarType> dtype,
+             std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  const ScalarType dt = dtype.value_or(default_dtype());
+  EMBER_CHECK(is_floating(dt), Runtime, "randn(): \"normal_kernel_cpu\" not implemented for '", dtype_title(dt), "'");
+  Device dev = resolve_device(device, "randn");
+  Tensor t = empty_tensor(size, dt, Device());
+  const int64_t n = t.numel();
+  if (n == 0) return on_device(t, dev);
+  // Box-Muller: a pair of uniforms (u1, u2) gives the pair (r cos, r sin).
+  auto box_muller = [](double u1, double u2, int k) {
+    double r = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1 - u1 lies in (0, 1]
+    double theta = kTwoPi * u2;
+    return (k & 1) ? r * std::sin(theta) : r * std::cos(theta);
+  };
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, double>) {
+      Stream s = reserve(generator, n, 2);
+      philox_fill<2>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
+        return box_muller(uniform_double(ph.out[0], ph.out[1]), uniform_double(ph.out[2], ph.out[3]), k);
+      });
+    } else if constexpr (!std::is_integral_v<T>) {
+      Stream s = reserve(generator, n, 4);
+      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
+        int pair = k & 2;
+        return T((float)box_muller(uniform_float(ph.out[pair]), uniform_float(ph.out[pair + 1]), k));
+      });
+    }
+  });
+  return on_device(t, dev);
+}
+
+Tensor randint(int64_t low, int64_t high, const IntList& size, Generator* generator, std::optional<ScalarType> dtype,
+               std::optional<Device> device, bool requires_grad) {
+  (void)requires_grad;
+  EMBER_CHECK(low < high, Runtime, "random_ expects 'from' to be less than 'to', but got from=", low,
+              " >= to=", high);
+  const ScalarType dt = dtype.value_or(ScalarType::Int64);
+  Device dev = resolve_device(device, "randint");
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      EMBER_CHECK(low >= 0 && high <= 2, Runtime, "random_ expects 'from' and 'to' - 1 to be in [0, 1] for Bool, "
+                  "but got from=", low, " and to=", high);
+    } else if constexpr (std::is_integral_v<T>) {
+      EMBER_CHECK(low >= (int64_t)std::numeric_limits<T>::lowest(), Runtime, "random_ from is out of bounds for ",
+                  dtype_title(dt));
+      EMBER_CHECK(high - 1 <= (int64_t)std::numeric_limits<T>::max(), Runtime,
+                  "random_ to - 1 is out of bounds for ", dtype_title(dt));
+    }
+  });
+  Tensor t = empty_tensor(size, dt, Device());
+  const int64_t n = t.numel();
+  if (n == 0) return on_device(t, dev);
+  const uint64_t range = (uint64_t)high - (uint64_t)low;
+  visit_dtype(dt, [&]<typename T>() {
+    auto cast = [](int64_t v) -> T {
+      if constexpr (std::is_same_v<T, bool>) return v != 0;
+      else if constexpr (std::is_integral_v<T>) return (T)v;
+      else return T((float)(double)v);
+    };
+    if (range <= (uint64_t)std::numeric_limits<uint32_t>::max() + 1) {
+      Stream s = reserve(generator, n, 4);
+      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
+        return cast(low + (int64_t)((uint64_t)ph.out[k] % range));
+      });
+    } else {
+      // Ranges past 2^32 take 64 bits a value.
+      Stream s = reserve(generator, n, 2);
+      philox_fill<2>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
+        uint64_t x = ((uint64_t)ph.out[2 * k] << 32) | ph.out[2 * k + 1];
+        return cast((int64_t)((uint64_t)low + x % range));
+      });
+    }
+  });
+  return on_device(t, dev);
+}
+
+Tensor randint_high(int64_t high, const IntList& size, Generator* generator, std::optional<ScalarType> dtype,
+                    std::optional<Device> device, bool requires_grad) {
+  return native::randint(0, high, size, generator, dtype, device, requires_grad);
+}
+
+}  // namespace native
+}  // namespace ember

@@ -1,0 +1,91 @@
+// Reductions composed of kernels: mean, var, std, and the whole-tensor max/min.
+#include <algorithm>
+#include <optional>
+
+#include "ember/ops.h"
+#include "ember/reduce.h"
+#include "ember/tensor.h"
+
+namespace ember::native {
+
+namespace {
+
+// nullopt and an empty list both mean every dim.
+std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
+  if (dim && dim->empty()) return std::nullopt;
+  return dim;
+}
+
+// The number of elements each output element reduces over.
+int64_t reduced_count(const Tensor& self, const std::optional<IntList>& dim, const char* op) {
+  DimVector mask = reduction_mask(dim, self.dim(), op);
+  int64_t n = 1;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (mask[d]) n *= self.sizes()[d];
+  return n;
+}
+
+// The correction var/std divide by N minus; `unbiased` is the legacy spelling.
+double resolve_correction(std::optional<bool> unbiased, const std::optional<Scalar>& correction, const char* op) {
+  EMBER_CHECK(!(unbiased && correction), Runtime, op,
+              "(): only one of 'unbiased' and 'correction' may be given");
+  if (correction) return correction->to_double();
+  if (unbiased) return *unbiased ? 1.0 : 0.0;
+  return 1.0;
+}
+
+Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::optional<bool> unbiased, bool keepdim,
+                const std::optional<Scalar>& correction, const char* op) {
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "std and var only support floating point and complex dtypes");
+  double c = resolve_correction(unbiased, correction, op);
+  std::optional<IntList> dim = all_if_empty(dim_in);
+  int64_t n = reduced_count(self, dim, op);
+  Tensor mu = ember::mean(self, dim, true, std::nullopt);
+  Tensor diff = ember::sub(self, mu);
+  Tensor sq = ember::sum(ember::mul(diff, diff), dim, keepdim, std::nullopt);
+  double divisor = std::max(0.0, (double)n - c);
+  return ember::true_divide(sq, wrap_number(Scalar(divisor)));
+}
+
+}  // namespace
+
+Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepdim, std::optional<ScalarType> dtype) {
+  ScalarType dt = dtype.value_or(self.dtype());
+  EMBER_CHECK(is_floating(dt), Runtime, "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
+              " dtype must be either a floating point or complex dtype. Got: ", dtype_title(dt));
+  std::optional<IntList> dim = all_if_empty(dim_in);
+  Tensor src = dt == self.dtype() ? self : ember::to_dtype(self, dt);
+  int64_t n = reduced_count(src, dim, "mean");
+  Tensor s = ember::sum(src, dim, keepdim, std::nullopt);
+  return ember::true_divide(s, wrap_number(Scalar(n)));
+}
+
+Tensor var(const Tensor& self, const std::optional<IntList>& dim, std::optional<bool> unbiased, bool keepdim,
+           const std::optional<Scalar>& correction) {
+  return var_impl(self, dim, unbiased, keepdim, correction, "var");
+}
+
+Tensor std(const Tensor& self, const std::optional<IntList>& dim, std::optional<bool> unbiased, bool keepdim,
+           const std::optional<Scalar>& correction) {
+  return ember::sqrt(var_impl(self, dim, unbiased, keepdim, correction, "std"));
+}
+
+Tensor max(const Tensor& self) {
+  EMBER_CHECK(self.numel() > 0, Runtime,
+              "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+              "the 'dim' argument.");
+  return ember::amax(self, IntList{}, false);
+}
+
+Tensor min(const Tensor& self) {
+  EMBER_CHECK(self.numel() > 0, Runtime,
+              "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+              "the 'dim' argument.");
+  return ember::amin(self, IntList{}, false);
+}
+
+Tensor max_other(const Tensor& self, const Tensor& other) { return ember::maximum(self, other); }
+
+Tensor min_other(const Tensor& self, const Tensor& other) { return ember::minimum(self, other); }
+
+}  // namespace ember::native

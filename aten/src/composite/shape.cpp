@@ -1,0 +1,245 @@
+// Shape ops built from views and copies: reshape, flatten, clone, cat, split...
+// They call the public ember:: ops, so autograd records what they are made of
+// (cat, which writes into a fresh tensor, records its own node).
+#include <memory>
+#include <optional>
+
+#include "ember/autograd.h"
+#include "ember/ops.h"
+#include "ember/tensor.h"
+
+namespace ember::native {
+
+// views.cpp
+DimVector infer_view_size(const IntList& shape, int64_t numel);
+std::optional<DimVector> compute_view_stride(const DimVector& oldshape, const DimVector& oldstride,
+                                             const DimVector& newshape);
+
+Tensor reshape(const Tensor& self, const IntList& shape) {
+  DimVector size = infer_view_size(shape, self.numel());
+  if (compute_view_stride(self.sizes(), self.strides(), size)) return ember::view(self, size);
+  return ember::view(ember::clone(self), size);
+}
+
+Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+  const int64_t ndim = self.dim();
+  int64_t s = wrap_dim(start_dim, ndim, "flatten");
+  int64_t e = wrap_dim(end_dim, ndim, "flatten");
+  EMBER_CHECK(s <= e, Runtime, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (ndim == 0) return ember::reshape(self, IntList{1});
+  if (s == e) return self;
+  DimVector shape;
+  int64_t n = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (d < s || d > e) shape.push_back(self.sizes()[d]);
+    else {
+      n *= self.sizes()[d];
+      if (d == e) shape.push_back(n);
+    }
+  }
+  return ember::reshape(self, shape);
+}
+
+Tensor contiguous(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  return ember::clone(self);
+}
+
+Tensor clone(const Tensor& self) {
+  Tensor result = empty_tensor(self.sizes(), self.dtype(), self.device());
+  ember::copy_(result, self);
+  return result;
+}
+
+Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+  EMBER_CHECK(self.dim() > 0, Runtime, "narrow() cannot be applied to a 0-dim tensor.");
+  EMBER_CHECK(length >= 0, Runtime, "narrow(): length must be non-negative.");
+  int64_t d = wrap_dim(dim, self.dim(), "narrow");
+  int64_t cur = self.sizes()[d];
+  EMBER_CHECK(-cur <= start && start <= cur, Index, "start out of range (expected to be in range of [", -cur,
+              ", ", cur, "], but got ", start, ")");
+  if (start < 0) start += cur;
+  EMBER_CHECK(start <= cur - length, Runtime, "start (", start, ") + length (", length,
+              ") exceeds dimension size (", cur, ").");
+  return ember::slice(self, d, start, start + length, 1);
+}
+
+namespace {
+
+// A legacy empty tensor (1-D, size 0) is skipped by cat whatever the other shapes.
+bool cat_should_skip(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
+
+// The gradient of cat: each input gets its slice of the output's gradient.
+struct CatBackward final : Node {
+  int64_t dim = 0;
+  std::vector<int64_t> offsets, lengths;
+  std::vector<char> skipped;
+  std::string name() const override { return "CatBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    const Tensor& grad = grads[0];
+    TensorList out(next_edges.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!should_compute(i) || !grad.defined()) continue;
+      const InputMeta& meta = input_meta[i];
+      Tensor g = skipped[i] ? ember::zeros(meta.shape, meta.dtype, meta.device)
+                            : ember::narrow(grad, dim, offsets[i], lengths[i]);
+      if (g.dtype() != meta.dtype) g = ember::to_dtype(g, meta.dtype);
+      out[i] = g;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Tensor cat(const TensorList& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), Runtime, "cat(): expected a non-empty list of Tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EMBER_CHECK(tensors[i].defined(), Runtime, "cat(): expected a defined tensor at position ", i);
+    EMBER_CHECK(tensors[i].dim() > 0, Runtime, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+  }
+  // The first tensor that is not a legacy empty one sets the rank and shape.
+  size_t ref = tensors.size();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!cat_should_skip(tensors[i])) { ref = i; break; }
+  ScalarType dtype = tensors[0].dtype();
+  Device device = tensors[0].device();
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    dtype = promote_types(dtype, tensors[i].dtype());
+    EMBER_CHECK(tensors[i].device() == device, Runtime,
+                "Expected all tensors to be on the same device, but found at least two devices, ", device.str(),
+                " and ", tensors[i].device().str(), "! (when checking argument for argument tensors in method cat)");
+  }
+  if (ref == tensors.size()) {
+    // Every input is a legacy empty tensor.
+    return empty_tensor(DimVector{0}, dtype, device);
+  }
+  const Tensor& first = tensors[ref];
+  const int64_t ndim = first.dim();
+  const int64_t d = wrap_dim(dim, ndim, "cat");
+  DimVector out_shape = first.sizes();
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (cat_should_skip(t)) continue;
+    EMBER_CHECK(t.dim() == ndim, Runtime, "Tensors must have same number of dimensions: got ", ndim, " and ",
+                t.dim());
+    for (int64_t k = 0; k < ndim; ++k) {
+      if (k == d) continue;
+      EMBER_CHECK(t.sizes()[k] == first.sizes()[k], Runtime, "Sizes of tensors must match except in dimension ", d,
+                  ". Expected size ", first.sizes()[k], " but got size ", t.sizes()[k], " for tensor number ", i,
+                  " in the list.");
+    }
+    total += t.sizes()[d];
+  }
+  out_shape[d] = total;
+  Tensor result = empty_tensor(out_shape, dtype, device);
+  std::shared_ptr<CatBackward> node;
+  if (autograd::any_requires_grad(tensors)) {
+    node = std::make_shared<CatBackward>();
+    node->dim = d;
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      bool skip = cat_should_skip(t);
+      int64_t len = skip ? 0 : t.sizes()[d];
+      node->add_input(t);
+      node->offsets.push_back(offset);
+      node->lengths.push_back(len);
+      node->skipped.push_back(skip);
+      offset += len;
+    }
+  }
+  {
+    NoGradGuard guard;
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      if (cat_should_skip(t)) continue;
+      int64_t len = t.sizes()[d];
+      if (len > 0) ember::copy_(ember::slice(result, d, offset, offset + len, 1), t);
+      offset += len;
+    }
+  }
+  if (node) autograd::set_history(result, node);
+  return result;
+}
+
+Tensor stack(const TensorList& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), Runtime, "stack expects a non-empty TensorList");
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), Runtime,
+                "stack expects each tensor to be equal size, but got ", tensors[0].sizes(), " at entry 0 and ",
+                tensors[i].sizes(), " at entry ", i);
+  }
+  TensorList parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(ember::unsqueeze(t, d));
+  return ember::cat(parts, d);
+}
+
+TensorList split(const Tensor& self, int64_t split_size, int64_t dim) {
+  EMBER_CHECK(self.dim() != 0, Runtime, "split expects at least a 1-dimensional tensor");
+  EMBER_CHECK(split_size >= 0, Runtime, "split expects split_size be non-negative, but got split_size=", split_size);
+  const int64_t d = wrap_dim(dim, self.dim(), "split");
+  const int64_t dim_size = self.sizes()[d];
+  EMBER_CHECK(split_size > 0 || dim_size == 0, Runtime,
+              "split_size can only be 0 if dimension size is 0, but got dimension size of ", dim_size);
+  int64_t num_splits = 1;
+  if (split_size != 0) num_splits = std::max<int64_t>((dim_size + split_size - 1) / split_size, 1);
+  const int64_t last = split_size - (split_size * num_splits - dim_size);
+  TensorList out;
+  out.reserve(num_splits);
+  for (int64_t i = 0; i < num_splits; ++i)
+    out.push_back(ember::narrow(self, d, i * split_size, i < num_splits - 1 ? split_size : last));
+  return out;
+}
+
+TensorList split_sizes(const Tensor& self, const IntList& split_size, int64_t dim) {
+  EMBER_CHECK(self.dim() != 0, Runtime, "split expects at least a 1-dimensional tensor");
+  const int64_t d = wrap_dim(dim, self.dim(), "split_with_sizes");
+  const int64_t dim_size = self.sizes()[d];
+  int64_t sum = 0;
+  for (int64_t s : split_size) {
+    EMBER_CHECK(s >= 0, Runtime, "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                "split_sizes=", split_size);
+    sum += s;
+  }
+  EMBER_CHECK(sum == dim_size, Runtime, "split_with_sizes expects split_sizes to sum exactly to ", dim_size,
+              " (input tensor's size at dimension ", d, "), but got split_sizes=", split_size);
+  TensorList out;
+  out.reserve(split_size.size());
+  int64_t start = 0;
+  for (int64_t s : split_size) {
+    out.push_back(ember::narrow(self, d, start, s));
+    start += s;
+  }
+  return out;
+}
+
+TensorList chunk(const Tensor& self, int64_t chunks, int64_t dim) {
+  EMBER_CHECK(self.dim() > 0, Runtime, "chunk expects at least a 1-dimensional tensor");
+  EMBER_CHECK(chunks > 0, Runtime, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  const int64_t d = wrap_dim(dim, self.dim(), "chunk");
+  const int64_t dim_size = self.sizes()[d];
+  const int64_t split_size = (dim_size + chunks - 1) / chunks;
+  if (split_size == 0 && dim_size == 0) {
+    // Keep `chunks` empty pieces, as PyTorch does.
+    IntList sizes(chunks, split_size);
+    sizes[chunks - 1] = split_size - (split_size * chunks - dim_size);
+    return native::split_sizes(self, sizes, d);
+  }
+  return native::split(self, split_size, d);
+}
+
+TensorList unbind(const Tensor& self, int64_t dim) {
+  EMBER_CHECK(self.dim() > 0, Runtime, "Dimension specified as ", dim, " but tensor has no dimensions");
+  const int64_t d = wrap_dim(dim, self.dim(), "unbind");
+  const int64_t n = self.sizes()[d];
+  TensorList out;
+  out.reserve(n);
+  for (int64_t i = 0; i < n; ++i) out.push_back(ember::select(self, d, i));
+  return out;
+}
+
+}  // namespace ember::native

@@ -1,0 +1,224 @@
+// Views: ops that return a tensor sharing `self`'s storage with new geometry.
+// The generated public entries (ember::view, ...) record autograd and mark
+// the result as a view; these functions only compute sizes, strides, offset.
+#include <limits>
+#include <optional>
+
+#include "ember/ops.h"
+#include "ember/tensor.h"
+
+namespace ember::native {
+
+// Resolves a -1 in `shape` against `numel` (PyTorch's infer_size).
+DimVector infer_view_size(const IntList& shape, int64_t numel) {
+  DimVector res(shape);
+  int64_t newsize = 1;
+  int64_t infer_dim = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1) {
+      EMBER_CHECK(infer_dim < 0, Runtime, "only one dimension can be inferred");
+      infer_dim = (int64_t)d;
+    } else {
+      EMBER_CHECK(shape[d] >= 0, Runtime, "invalid shape dimension ", shape[d]);
+      newsize *= shape[d];
+    }
+  }
+  if (numel == newsize || (infer_dim >= 0 && newsize > 0 && numel % newsize == 0)) {
+    if (infer_dim >= 0) {
+      EMBER_CHECK(newsize != 0, Runtime, "cannot reshape tensor of 0 elements into shape ", shape,
+                  " because the unspecified dimension size -1 can be any value and is ambiguous");
+      res[infer_dim] = numel / newsize;
+    }
+    return res;
+  }
+  EMBER_FAIL(Runtime, "shape '", shape, "' is invalid for input of size ", numel);
+}
+
+// The strides that let a tensor of `oldshape`/`oldstride` be viewed as
+// `newshape`, or nullopt when some new dimension would span two
+// non-contiguous chunks of the old layout (PyTorch's computeStride).
+std::optional<DimVector> compute_view_stride(const DimVector& oldshape, const DimVector& oldstride,
+                                             const DimVector& newshape) {
+  if (oldshape.empty()) return DimVector(newshape.size(), 1);
+  int64_t numel = compute_numel(oldshape);
+  if (numel == 0 && oldshape == newshape) return oldstride;
+  DimVector newstride(newshape.size());
+  if (numel == 0) {
+    for (int64_t view_d = (int64_t)newshape.size() - 1; view_d >= 0; --view_d) {
+      if (view_d == (int64_t)newshape.size() - 1) newstride[view_d] = 1;
+      else newstride[view_d] = std::max<int64_t>(newshape[view_d + 1], 1) * newstride[view_d + 1];
+    }
+    return newstride;
+  }
+  int64_t view_d = (int64_t)newshape.size() - 1;
+  int64_t chunk_base_stride = oldstride.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = (int64_t)oldshape.size() - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= oldshape[tensor_d];
+    // A chunk ends where the next (outer) dim is not laid out right after this one.
+    if (tensor_d == 0 ||
+        (oldshape[tensor_d - 1] != 1 && oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
+        newstride[view_d] = view_numel * chunk_base_stride;
+        view_numel *= newshape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (tensor_d > 0) {
+        chunk_base_stride = oldstride[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return newstride;
+}
+
+Tensor view(const Tensor& self, const IntList& size) {
+  DimVector shape = infer_view_size(size, self.numel());
+  auto stride = compute_view_stride(self.sizes(), self.strides(), shape);
+  EMBER_CHECK(stride.has_value(), Runtime,
+              "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+              "across two contiguous subspaces). Use .reshape(...) instead.");
+  return make_view(self, std::move(shape), std::move(*stride), self.offset());
+}
+
+Tensor permute(const Tensor& self, const IntList& dims) {
+  const int64_t ndim = self.dim();
+  EMBER_CHECK((int64_t)dims.size() == ndim, Runtime,
+              "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+              "desired ordering of dimensions i.e. input.dim() = ",
+              ndim, " is not equal to len(dims) = ", dims.size());
+  DimVector sizes(ndim), strides(ndim), seen(ndim, 0);
+  for (int64_t i = 0; i < ndim; ++i) {
+    int64_t d = wrap_dim(dims[i], ndim, "permute");
+    EMBER_CHECK(!seen[d], Runtime, "permute(): duplicate dims are not allowed.");
+    seen[d] = 1;
+    sizes[i] = self.sizes()[d];
+    strides[i] = self.strides()[d];
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
+  const int64_t ndim = self.dim();
+  int64_t d0 = wrap_dim(dim0, ndim, "transpose");
+  int64_t d1 = wrap_dim(dim1, ndim, "transpose");
+  DimVector sizes = self.sizes(), strides = self.strides();
+  if (ndim > 0 && d0 != d1) {
+    std::swap(sizes[d0], sizes[d1]);
+    std::swap(strides[d0], strides[d1]);
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+Tensor t(const Tensor& self) {
+  EMBER_CHECK(self.dim() <= 2, Runtime, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
+  if (self.dim() < 2) return make_view(self, self.sizes(), self.strides(), self.offset());
+  return native::transpose(self, 0, 1);
+}
+
+Tensor unsqueeze(const Tensor& self, int64_t dim) {
+  const int64_t ndim = self.dim();
+  int64_t d = wrap_dim(dim, ndim + 1, "unsqueeze");
+  DimVector sizes = self.sizes(), strides = self.strides();
+  int64_t new_stride = d >= ndim ? 1 : sizes[d] * strides[d];
+  sizes.insert(d, 1);
+  strides.insert(d, new_stride);
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+Tensor squeeze(const Tensor& self, const std::optional<IntList>& dim) {
+  const int64_t ndim = self.dim();
+  DimVector drop(ndim, 0);
+  if (!dim) {
+    for (int64_t d = 0; d < ndim; ++d) drop[d] = self.sizes()[d] == 1;
+  } else {
+    DimVector seen(std::max<int64_t>(ndim, 1), 0);
+    for (int64_t x : *dim) {
+      int64_t d = wrap_dim(x, ndim, "squeeze");
+      EMBER_CHECK(!seen[d], Runtime, "dim ", d, " appears multiple times in the list of dims");
+      seen[d] = 1;
+      if (ndim > 0 && self.sizes()[d] == 1) drop[d] = 1;
+    }
+  }
+  DimVector sizes, strides;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (drop[d]) continue;
+    sizes.push_back(self.sizes()[d]);
+    strides.push_back(self.strides()[d]);
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+Tensor expand(const Tensor& self, const IntList& size) {
+  const int64_t ndim = (int64_t)size.size();
+  const int64_t tensor_dim = self.dim();
+  EMBER_CHECK(ndim >= tensor_dim, Runtime, "expand(", dtype_title(self.dtype()), "Type{", self.sizes(),
+              "}, size=", size, "): the number of sizes provided (", ndim,
+              ") must be greater or equal to the number of dimensions in the tensor (", tensor_dim, ")");
+  DimVector sizes(ndim), strides(ndim);
+  for (int64_t i = ndim - 1; i >= 0; --i) {
+    int64_t offset = ndim - 1 - i;
+    int64_t d = tensor_dim - 1 - offset;
+    int64_t sz = d >= 0 ? self.sizes()[d] : 1;
+    int64_t st = d >= 0 ? self.strides()[d] : (i + 1 < ndim ? sizes[i + 1] * strides[i + 1] : 1);
+    int64_t target = size[i];
+    if (target == -1) {
+      EMBER_CHECK(d >= 0, Runtime, "The expanded size of the tensor (", target,
+                  ") isn't allowed in a leading, non-existing dimension ", i);
+      target = sz;
+    }
+    EMBER_CHECK(target >= 0, Runtime, "Trying to create tensor with negative dimension ", target, ": ", size);
+    if (sz != target) {
+      EMBER_CHECK(sz == 1, Runtime, "The expanded size of the tensor (", target,
+                  ") must match the existing size (", sz, ") at non-singleton dimension ", i,
+                  ".  Target sizes: ", size, ".  Tensor sizes: ", self.sizes());
+      sz = target;
+      st = 0;
+    }
+    sizes[i] = sz;
+    strides[i] = st;
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+Tensor select(const Tensor& self, int64_t dim, int64_t index) {
+  const int64_t ndim = self.dim();
+  EMBER_CHECK(ndim > 0, Index, "select() cannot be applied to a 0-dim tensor.");
+  int64_t d = wrap_dim(dim, ndim, "select");
+  int64_t size = self.sizes()[d];
+  EMBER_CHECK(index >= -size && index < size, Index, "select(): index ", index,
+              " out of range for tensor of size ", self.sizes(), " at dimension ", d);
+  if (index < 0) index += size;
+  DimVector sizes = self.sizes(), strides = self.strides();
+  int64_t offset = self.offset() + index * strides[d];
+  sizes.erase(d);
+  strides.erase(d);
+  return make_view(self, std::move(sizes), std::move(strides), offset);
+}
+
+Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+             int64_t step) {
+  const int64_t ndim = self.dim();
+  EMBER_CHECK(ndim > 0, Runtime, "slice() cannot be applied to a 0-dim tensor.");
+  EMBER_CHECK(step > 0, Runtime, "slice step must be positive");
+  int64_t d = wrap_dim(dim, ndim, "slice");
+  const int64_t size = self.sizes()[d];
+  int64_t s = start.value_or(0);
+  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
+  if (s < 0) s += size;
+  if (e < 0) e += size;
+  if (s < 0) s = 0;
+  else if (s >= size) s = size;
+  if (e < s) e = s;
+  else if (e >= size) e = size;
+  DimVector sizes = self.sizes(), strides = self.strides();
+  int64_t offset = self.offset() + s * strides[d];
+  sizes[d] = (e - s + step - 1) / step;
+  strides[d] *= step;
+  return make_view(self, std::move(sizes), std::move(strides), offset);
+}
+
+}  // namespace ember::native

@@ -1,0 +1,107 @@
+// The CPU allocator. Blocks of 1 MiB and more are kept on free lists by size
+// when freed, so the next out-of-place op of that size reuses warm pages
+// instead of faulting in fresh ones (see docs/ARCHITECTURE.md, "Memory").
+#include "ember/allocator.h"
+
+#include <sys/mman.h>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "ember/errors.h"
+
+namespace ember {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kLargeBlock = 1 << 20;
+constexpr size_t kMaxCached = size_t(2) << 30;  // beyond this, large frees go back to the OS
+
+class CachingCpuAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    if (nbytes < kLargeBlock) {
+      void* p = nullptr;
+      if (posix_memalign(&p, kAlignment, nbytes ? nbytes : 1) != 0) oom(nbytes);
+      return {p, nullptr, &free_small};
+    }
+    size_t rounded = (nbytes + 4095) & ~size_t(4095);
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      // Best fit within 1/8 of the request, so big blocks are not wasted on small asks.
+      auto it = free_.lower_bound(rounded);
+      if (it != free_.end() && it->first <= rounded + rounded / 8) {
+        void* p = it->second;
+        size_t size = it->first;
+        free_.erase(it);
+        cached_ -= size;
+        allocated_ += size;
+        return {p, reinterpret_cast<void*>(size), &free_large};
+      }
+      allocated_ += rounded;
+    }
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, rounded) != 0) {
+      empty_cache();
+      if (posix_memalign(&p, 4096, rounded) != 0) oom(nbytes);
+    }
+    madvise(p, rounded, MADV_HUGEPAGE);
+    return {p, reinterpret_cast<void*>(rounded), &free_large};
+  }
+
+  void release(void* p, size_t size) {
+    std::lock_guard<std::mutex> g(mutex_);
+    allocated_ -= size;
+    if (cached_ + size > kMaxCached) { std::free(p); return; }
+    free_.emplace(size, p);
+    cached_ += size;
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> g(mutex_);
+    for (auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+
+  CpuCacheStats stats() {
+    std::lock_guard<std::mutex> g(mutex_);
+    return {cached_, allocated_};
+  }
+
+ private:
+  [[noreturn]] static void oom(size_t n) {
+    EMBER_FAIL(Runtime, "CPU out of memory: failed to allocate ", n, " bytes");
+  }
+  static void free_small(void*, void* p) { std::free(p); }
+  static void free_large(void* ctx, void* p);
+
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0, allocated_ = 0;
+};
+
+CachingCpuAllocator* instance() {
+  static auto* a = new CachingCpuAllocator();  // never destroyed: frees may run at exit
+  return a;
+}
+
+void CachingCpuAllocator::free_large(void* ctx, void* p) { instance()->release(p, reinterpret_cast<size_t>(ctx)); }
+
+Allocator* g_allocators[kNumDeviceTypes] = {};
+
+}  // namespace
+
+Allocator* cpu_allocator() { return instance(); }
+
+Allocator* allocator_for(DeviceType t) {
+  if (t == DeviceType::CPU) return instance();
+  return g_allocators[(int)t];
+}
+
+void register_allocator(DeviceType t, Allocator* a) { g_allocators[(int)t] = a; }
+
+CpuCacheStats cpu_cache_stats() { return instance()->stats(); }
+void cpu_empty_cache() { instance()->empty_cache(); }
+
+}  // namespace ember

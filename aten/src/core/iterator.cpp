@@ -1,0 +1,226 @@
+#include "ember/iterator.h"
+
+#include <algorithm>
+
+#include "ember/op_support.h"
+#include "ember/ops.h"
+
+namespace ember {
+namespace {
+
+// PyTorch's result_type: dimensioned tensors outrank 0-d tensors, which
+// outrank Python numbers; lower tiers only lift the category (bool < int < float).
+struct ResultTypeState {
+  ScalarType dim = ScalarType::Undefined, zero = ScalarType::Undefined, wrapped = ScalarType::Undefined;
+  void update(const Tensor& t) {
+    ScalarType cur = t.dtype();
+    if (t.is_wrapped_number()) {
+      if (is_floating(cur)) cur = default_dtype();
+      wrapped = promote_types(wrapped, cur);
+    } else if (t.dim() == 0) {
+      zero = promote_types(zero, cur);
+    } else {
+      dim = promote_types(dim, cur);
+    }
+  }
+  static ScalarType combine(ScalarType higher, ScalarType lower) {
+    if (higher != ScalarType::Undefined && is_floating(higher)) return higher;
+    if (higher == ScalarType::Bool || (lower != ScalarType::Undefined && is_floating(lower)))
+      return promote_types(higher, lower);
+    return higher != ScalarType::Undefined ? higher : lower;
+  }
+  ScalarType result() const { return combine(dim, combine(zero, wrapped)); }
+};
+
+bool is_cpu_scalar(const Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
+
+Tensor cast_to(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out = empty_tensor(t.sizes(), dtype, t.device());
+  kernel_for(dispatch::copy_, t.device(), "copy_")(out, t, false);
+  return out;
+}
+
+}  // namespace
+
+ScalarType result_type(std::initializer_list<const Tensor*> ts) {
+  ResultTypeState s;
+  for (const Tensor* t : ts) if (t->defined()) s.update(*t);
+  return s.result();
+}
+
+TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tensor& out, bool inplace,
+                                         std::initializer_list<const Tensor*> inputs) {
+  TensorIterator it;
+  const int nin = (int)inputs.size();
+  it.ntensors_ = nin + 1;
+
+  // Device: all tensors on one device, except CPU 0-d tensors which act as scalars.
+  Device device;
+  bool have_device = false;
+  for (const Tensor* t : inputs) {
+    if (is_cpu_scalar(*t)) continue;
+    if (!have_device) { device = t->device(); have_device = true; }
+    else EMBER_CHECK(t->device() == device, Runtime, cfg.op, ": Expected all tensors to be on the same device, but found at least two devices, ",
+                     device.str(), " and ", t->device().str(), "!");
+  }
+  if (out.defined()) {
+    if (!have_device) device = out.device();
+    EMBER_CHECK(out.device() == device, Runtime, cfg.op, ": Expected all tensors to be on the same device, but found at least two devices, ",
+                device.str(), " and ", out.device().str(), "!");
+  }
+  it.device_ = device;
+
+  // dtypes
+  ResultTypeState rt;
+  int i = 0;
+  for (const Tensor* t : inputs) {
+    if (i++ != cfg.bool_input) rt.update(*t);
+  }
+  ScalarType common = rt.result();
+  ScalarType compute = common;
+  if (cfg.promote == Promote::Float && is_integral(common, true)) compute = default_dtype();
+  ScalarType out_dtype = cfg.promote == Promote::Bool ? ScalarType::Bool : compute;
+  if (!std::count(cfg.dtypes, cfg.dtypes + cfg.num_dtypes, compute))
+    EMBER_FAIL(Runtime, cfg.op, ": not implemented for dtype ", dtype_name(compute));
+
+  // shape
+  DimVector shape;
+  for (const Tensor* t : inputs) shape = broadcast_shapes(shape, t->sizes(), cfg.op);
+
+  // output
+  if (out.defined()) {
+    if (inplace) {
+      EMBER_CHECK(out.sizes() == shape, Runtime, cfg.op, "_: output with shape ", out.sizes(),
+                  " doesn't match the broadcast shape ", shape);
+    } else if (out.sizes() != shape) {
+      resize_(out, shape);
+    }
+    EMBER_CHECK(can_cast(out_dtype, out.dtype()), Runtime, cfg.op, ": result type ", dtype_title(out_dtype),
+                " can't be cast to the desired output type ", dtype_title(out.dtype()));
+    it.result_ = out;
+    if (out.dtype() != out_dtype) {
+      it.writeback_ = out;
+      it.operands_[0] = empty_tensor(shape, out_dtype, device);
+    } else {
+      it.operands_[0] = out;
+    }
+  } else {
+    it.operands_[0] = empty_tensor(shape, out_dtype, device);
+    it.result_ = it.operands_[0];
+  }
+  i = 0;
+  for (const Tensor* t : inputs) {
+    ScalarType want = (i == cfg.bool_input) ? ScalarType::Bool : compute;
+    it.operands_[1 + i] = cast_to(*t, want);
+    ++i;
+  }
+  it.compute_dtype_ = compute;
+  it.compute_layout(shape);
+  if (out.defined()) out.bump_version();
+  return it;
+}
+
+TensorIterator TensorIterator::unary_copy(const Tensor& dst, const Tensor& src, const char* op) {
+  TensorIterator it;
+  it.ntensors_ = 2;
+  DimVector shape = broadcast_shapes(dst.sizes(), src.sizes(), op);
+  EMBER_CHECK(shape == dst.sizes(), Runtime, op, ": the source of shape ", src.sizes(),
+              " cannot be broadcast to the destination shape ", dst.sizes());
+  it.operands_[0] = dst;
+  it.operands_[1] = src;
+  it.result_ = dst;
+  it.device_ = dst.device();
+  it.compute_dtype_ = dst.dtype();
+  it.compute_layout(shape);
+  return it;
+}
+
+TensorIterator TensorIterator::nullary(const Tensor& dst) {
+  TensorIterator it;
+  it.ntensors_ = 1;
+  it.operands_[0] = dst;
+  it.result_ = dst;
+  it.device_ = dst.device();
+  it.compute_dtype_ = dst.dtype();
+  it.compute_layout(dst.sizes());
+  return it;
+}
+
+TensorIterator TensorIterator::reduction(const Tensor& out, const Tensor& in) {
+  TensorIterator it;
+  it.ntensors_ = 2;
+  it.operands_[0] = out;
+  it.operands_[1] = in;
+  it.result_ = out;
+  it.device_ = in.device();
+  it.compute_dtype_ = in.dtype();
+  it.compute_layout(in.sizes(), 1);
+  return it;
+}
+
+void TensorIterator::restrict_dim(int d, int64_t begin, int64_t len) {
+  for (int t = 0; t < ntensors_; ++t) data_[t] += begin * strides_[t][d];
+  shape_[d] = len;
+  numel_ = compute_numel(shape_);
+}
+
+void TensorIterator::compute_layout(const DimVector& shape, int order_by) {
+  const int nd = (int)shape.size();
+  numel_ = compute_numel(shape);
+  for (int t = 0; t < ntensors_; ++t) data_[t] = static_cast<char*>(operands_[t].data_ptr());
+  // Byte strides per operand over `shape`, innermost dim first.
+  DimVector perm(nd);
+  for (int d = 0; d < nd; ++d) perm[d] = nd - 1 - d;
+  // Follow the memory order of the output (it may be a transposed in-place
+  // target), or of the input for reductions.
+  const Tensor& o = operands_[order_by];
+  const int o_off = nd - (int)o.dim();
+  auto out_stride = [&](int64_t d) { return d - o_off < 0 ? 0 : o.strides()[d - o_off]; };
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    if (shape[a] == 1 || shape[b] == 1) return false;
+    return out_stride(a) < out_stride(b);
+  });
+  shape_.resize(nd);
+  for (int d = 0; d < nd; ++d) shape_[d] = shape[perm[d]];
+  for (int t = 0; t < ntensors_; ++t) {
+    const Tensor& op = operands_[t];
+    const int64_t isz = (int64_t)op.itemsize();
+    const int off = nd - (int)op.dim();
+    strides_[t].resize(nd);
+    for (int d = 0; d < nd; ++d) {
+      int64_t src = perm[d] - off;
+      strides_[t][d] = (src < 0 || op.sizes()[src] == 1) ? 0 : op.strides()[src] * isz;
+    }
+  }
+  // Coalesce dims that are contiguous with the next one in every operand; drop size-1 dims.
+  int w = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (shape_[d] == 1 && nd > 1) continue;
+    if (w > 0) {
+      bool merge = true;
+      for (int t = 0; t < ntensors_; ++t)
+        if (strides_[t][w - 1] * shape_[w - 1] != strides_[t][d]) { merge = false; break; }
+      if (merge) { shape_[w - 1] *= shape_[d]; continue; }
+    }
+    shape_[w] = shape_[d];
+    for (int t = 0; t < ntensors_; ++t) strides_[t][w] = strides_[t][d];
+    ++w;
+  }
+  if (nd > 0 && w == 0) {  // all dims were size 1
+    w = 1;
+    shape_[0] = 1;
+    for (int t = 0; t < ntensors_; ++t) strides_[t][0] = 0;
+  }
+  shape_.resize(w);
+  for (int t = 0; t < ntensors_; ++t) strides_[t].resize(w);
+}
+
+void TensorIterator::finish() {
+  if (writeback_.defined()) {
+    kernel_for(dispatch::copy_, writeback_.device(), "copy_")(writeback_, operands_[0], false);
+    writeback_.reset();
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,80 @@
+#include "ember/op_support.h"
+
+#include <algorithm>
+
+#include "ember/autograd.h"
+#include "ember/ops.h"
+
+namespace ember {
+
+void kernel_missing(const char* op, Device device) {
+  EMBER_FAIL(NotImplemented, op, ": no kernel for device ", device.str(),
+             device.is_cuda() ? " (ember was built without CUDA kernels for it)" : "");
+}
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (!first) { first = t; continue; }
+    EMBER_CHECK(t->device() == first->device(), Runtime, op,
+                ": Expected all tensors to be on the same device, but found at least two devices, ",
+                first->device().str(), " and ", t->device().str(), "!");
+  }
+}
+
+void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors) {
+  check_same_device(op, tensors);
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    EMBER_CHECK(std::count(dtypes, dtypes + n, t->dtype()), Runtime, op, ": not implemented for dtype ",
+                dtype_name(t->dtype()));
+    break;
+  }
+}
+
+void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* op) {
+  if (!is_integral(iter.compute_dtype(), true)) return;
+  const Tensor& d = iter.operand(operand);
+  NoGradGuard guard;
+  bool any_zero = ember::any(ember::eq(d, wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
+  EMBER_CHECK(!any_zero, ZeroDivision, op, ": ZeroDivisionError (integer division by zero)");
+}
+
+Tensor clone_for_save(const Tensor& t) {
+  NoGradGuard guard;
+  return ember::clone(t);
+}
+
+void set_factory_requires_grad(const Tensor& t, const char* op) {
+  EMBER_CHECK(is_floating(t.dtype()), Runtime, op,
+              ": only Tensors of floating point dtype can require gradients (got ", dtype_name(t.dtype()), ")");
+  t.set_requires_grad(true);
+}
+
+void resize_(const Tensor& t, const DimVector& sizes) {
+  TensorImpl* impl = t.impl();
+  int64_t n = compute_numel(sizes);
+  size_t need = (size_t)(impl->offset + n) * itemsize(impl->dtype);
+  if (need > impl->storage->nbytes) {
+    impl->storage = new_storage((size_t)n * itemsize(impl->dtype), impl->device());
+    impl->offset = 0;
+  }
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->refresh_numel();
+}
+
+void copy_into_out(const Tensor& out, const Tensor& value, const char* op) {
+  EMBER_CHECK(can_cast(value.dtype(), out.dtype()), Runtime, op, ": result type ", dtype_title(value.dtype()),
+              " can't be cast to the desired output type ", dtype_title(out.dtype()));
+  if (out.sizes() != value.sizes()) resize_(out, value.sizes());
+  kernel_for(dispatch::copy_, out.device(), "copy_")(out, value, false);
+}
+
+Device first_device(const TensorList& ts, const char* op) {
+  EMBER_CHECK(!ts.empty(), Runtime, op, "(): expected a non-empty list of Tensors");
+  return ts[0].device();
+}
+
+}  // namespace ember

@@ -1,0 +1,85 @@
+#include "ember/reduce.h"
+
+#include <algorithm>
+
+#include "ember/op_support.h"
+#include "ember/ops.h"
+
+namespace ember {
+
+DimVector reduction_mask(const std::optional<IntList>& dims, int64_t ndim, const char* op) {
+  DimVector mask(std::max<int64_t>(ndim, 0), 0);
+  if (!dims) {
+    std::fill(mask.begin(), mask.end(), 1);
+    return mask;
+  }
+  for (int64_t d : *dims) {
+    int64_t w = wrap_dim(d, ndim, op);
+    if (ndim == 0) continue;
+    EMBER_CHECK(!mask[w], Runtime, op, ": dim ", w, " appears multiple times in the list of dims");
+    mask[w] = 1;
+  }
+  return mask;
+}
+
+ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const std::optional<IntList>& dims,
+                                    bool keepdim, std::optional<ScalarType> dtype, ReduceResult rule,
+                                    const ScalarType* dtypes, int n, bool require_nonempty, const Tensor& out) {
+  ReduceIterator r;
+  r.keepdim = keepdim;
+  r.out = out;
+  ScalarType src = self.dtype();
+  EMBER_CHECK(std::count(dtypes, dtypes + n, src), Runtime, op, ": not implemented for dtype ", dtype_name(src));
+  if (dtype) r.result_dtype = *dtype;
+  else if (rule == ReduceResult::Bool) r.result_dtype = ScalarType::Bool;
+  else if (rule == ReduceResult::LongForIntegral && is_integral(src, true)) r.result_dtype = ScalarType::Int64;
+  else r.result_dtype = src;
+  if (rule == ReduceResult::Bool && src == ScalarType::UInt8 && !dtype) r.result_dtype = ScalarType::UInt8;
+
+  ScalarType compute = rule == ReduceResult::Bool ? ScalarType::Bool : r.result_dtype;
+  if (compute == ScalarType::Float16 || compute == ScalarType::BFloat16) compute = ScalarType::Float32;
+  r.reduced = reduction_mask(dims, self.dim(), op);
+  if (require_nonempty && self.numel() == 0) {
+    EMBER_CHECK(dims.has_value(), Runtime, op,
+                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    for (int64_t d = 0; d < self.dim(); ++d)
+      EMBER_CHECK(!(r.reduced[d] && self.sizes()[d] == 0), Index, op, "(): Expected reduction dim ", d,
+                  " to have non-zero size.");
+  }
+  if (self.dtype() == compute) {
+    r.input = self;
+  } else {
+    r.input = empty_tensor(self.sizes(), compute, self.device());
+    kernel_for(dispatch::copy_, self.device(), "copy_")(r.input, self, false);
+  }
+  DimVector kept = self.sizes();
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (r.reduced[d]) kept[d] = 1;
+  r.output = empty_tensor(kept, compute, self.device());
+  return r;
+}
+
+Tensor ReduceIterator::finish() {
+  Tensor result = output;
+  if (!keepdim) {
+    DimVector sizes, strides;
+    for (size_t d = 0; d < reduced.size(); ++d) {
+      if (reduced[d]) continue;
+      sizes.push_back(output.sizes()[d]);
+      strides.push_back(output.strides()[d]);
+    }
+    result = make_view(output, sizes, strides, output.offset());
+  }
+  if (result.dtype() != result_dtype) {
+    Tensor cast = empty_tensor(result.sizes(), result_dtype, result.device());
+    kernel_for(dispatch::copy_, cast.device(), "copy_")(cast, result, false);
+    result = cast;
+  }
+  if (out.defined()) {
+    copy_into_out(out, result, "reduction");
+    return out;
+  }
+  return result;
+}
+
+}  // namespace ember

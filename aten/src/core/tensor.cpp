@@ -1,0 +1,152 @@
+#include "ember/tensor.h"
+
+#include "ember/autograd.h"
+
+namespace ember {
+
+Ref<StorageImpl> new_storage(size_t nbytes, Device device) {
+  Allocator* a = allocator_for(device.type);
+  EMBER_CHECK(a, Runtime, "no allocator for device ", device.str(),
+              " (ember was built without CUDA or no GPU is present)");
+  return Ref<StorageImpl>::make(a->allocate(nbytes), nbytes, device);
+}
+
+TensorImpl::TensorImpl(Ref<StorageImpl> s, DimVector sz, DimVector st, int64_t off, ScalarType dt)
+    : storage(std::move(s)), sizes(std::move(sz)), strides(std::move(st)), offset(off), dtype(dt) {
+  refresh_numel();
+}
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::refresh_numel() { numel = compute_numel(sizes); }
+
+bool TensorImpl::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return numel == 0;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+AutogradMeta& TensorImpl::autograd_meta() {
+  if (!autograd) autograd = std::make_unique<AutogradMeta>();
+  return *autograd;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+
+Scalar Tensor::item() const {
+  EMBER_CHECK(numel() == 1, Runtime, "a Tensor with ", numel(),
+              " elements cannot be converted to Scalar");
+  EMBER_CHECK(device().is_cpu(), Runtime, "item(): copy the tensor to the CPU first");
+  return visit_dtype(dtype(), [&]<typename T>() -> Scalar {
+    T v = *data<T>();
+    if constexpr (std::is_same_v<T, bool>) return Scalar(v);
+    else if constexpr (std::is_integral_v<T>) return Scalar((int64_t)v);
+    else return Scalar((double)v);
+  });
+}
+
+bool Tensor::requires_grad() const {
+  auto* m = impl_->autograd.get();
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+void Tensor::set_requires_grad(bool r) const {
+  if (r) {
+    EMBER_CHECK(is_floating(dtype()), Runtime,
+                "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype()), ")");
+  }
+  if (!r && !impl_->autograd) return;
+  impl_->autograd_meta().requires_grad = r;
+}
+
+Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+void Tensor::set_grad(const Tensor& g) const { impl_->autograd_meta().grad = g; }
+std::shared_ptr<Node> Tensor::grad_fn() const { return impl_->autograd ? impl_->autograd->grad_fn : nullptr; }
+bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
+
+DimVector contiguous_strides(const DimVector& sizes) {
+  DimVector st(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
+    st[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  return st;
+}
+
+int64_t compute_numel(const DimVector& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
+  for (int64_t s : sizes)
+    EMBER_CHECK(s >= 0, Runtime, "Trying to create tensor with negative dimension ", s, ": ", sizes);
+  int64_t n = compute_numel(sizes);
+  auto storage = new_storage((size_t)n * itemsize(dtype), device);
+  return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, contiguous_strides(sizes), 0, dtype));
+}
+
+Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
+  int64_t extent = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) { extent = 0; break; }
+    extent += (sizes[d] - 1) * strides[d];
+  }
+  auto storage = new_storage((size_t)extent * itemsize(dtype), device);
+  return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, strides, 0, dtype));
+}
+
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
+  return Tensor(Ref<TensorImpl>::make(base.impl()->storage, std::move(sizes), std::move(strides), offset, base.dtype()));
+}
+
+Tensor detach_copy(const Tensor& t) {
+  return Tensor(Ref<TensorImpl>::make(t.impl()->storage, t.sizes(), t.strides(), t.offset(), t.dtype()));
+}
+
+Tensor scalar_tensor(const Scalar& s, ScalarType dtype, Device device) {
+  Tensor t = empty_tensor({}, dtype, Device());
+  visit_dtype(dtype, [&]<typename T>() { *t.data<T>() = s.to<T>(); });
+  EMBER_CHECK(device.is_cpu(), Runtime, "scalar_tensor: only CPU scalars are created directly");
+  return t;
+}
+
+Tensor wrap_number(const Scalar& s) {
+  Tensor t = scalar_tensor(s, s.dtype(), Device());
+  t.impl()->is_wrapped_number = true;
+  return t;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dims 0 and -1
+  if (dim < -n || dim >= n)
+    EMBER_FAIL(Index, op, ": Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+               "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  DimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      EMBER_FAIL(Runtime, op, ": shapes ", a, " and ", b, " cannot be broadcast (size ", da, " vs ", db,
+                 " at dimension ", i, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::string shape_str(const DimVector& s) { return str(s); }
+
+}  // namespace ember

@@ -1,0 +1,40 @@
+// copy_ (any dtype to any dtype, with broadcasting) and fill_ on the CPU.
+#include <cstring>
+
+#include "ember/cpu/loops.h"
+#include "ember/ops.h"
+
+namespace ember::cpu {
+
+Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
+  (void)non_blocking;
+  EMBER_CHECK(src.device().is_cpu() && self.device().is_cpu(), Runtime,
+              "copy_: copies between devices need the CUDA backend");
+  if (self.is_same(src)) return self;
+  if (self.dtype() == src.dtype() && self.sizes() == src.sizes() && self.is_contiguous() && src.is_contiguous()) {
+    if (self.data_ptr() != src.data_ptr())
+      std::memmove(self.data_ptr(), src.data_ptr(), (size_t)self.numel() * self.itemsize());
+    self.bump_version();
+    return self;
+  }
+  TensorIterator it = TensorIterator::unary_copy(self, src, "copy_");
+  visit_dtype(self.dtype(), [&]<typename D>() {
+    visit_dtype(src.dtype(), [&]<typename S>() {
+      cpu_kernel(it, [](S x) -> D { return static_cast<D>(x); });
+    });
+  });
+  self.bump_version();
+  return self;
+}
+
+Tensor fill_cpu(const Tensor& self, const Scalar& value) {
+  TensorIterator it = TensorIterator::nullary(self);
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    const T v = value.to<T>();
+    cpu_kernel(it, [v]() -> T { return v; });
+  });
+  self.bump_version();
+  return self;
+}
+
+}  // namespace ember::cpu

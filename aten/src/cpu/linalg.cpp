@@ -1,0 +1,218 @@
+// mm, bmm and dot on the CPU through OpenBLAS (scipy-openblas32: every symbol
+// carries a scipy_ prefix, integers are 32-bit). float16 and bfloat16 go
+// through float32. Matrices that are row-major or transposed row-major are
+// handed to BLAS as they lie; anything else is made contiguous first.
+// BLAS has its own thread pool: never call it from an OpenMP parallel region.
+#include <cblas.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "ember/blas.h"
+#include "ember/dtype.h"
+#include "ember/errors.h"
+#include "ember/ops.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+std::string blas_corename() {
+  const char* name = scipy_openblas_get_corename();
+  return name ? std::string(name) : std::string();
+}
+
+int blas_num_threads() { return scipy_openblas_get_num_threads(); }
+
+void blas_set_num_threads(int n) {
+  EMBER_CHECK(n >= 1, Value, "blas_set_num_threads: expected a positive number of threads, got ", n);
+  scipy_openblas_set_num_threads(n);
+}
+
+namespace cpu {
+namespace {
+
+// The C++ type names PyTorch prints in dtype mismatch messages.
+const char* cpp_type_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::UInt8: return "unsigned char";
+    case ScalarType::Int8: return "signed char";
+    case ScalarType::Int16: return "short int";
+    case ScalarType::Int32: return "int";
+    case ScalarType::Int64: return "long int";
+    case ScalarType::Float16: return "c10::Half";
+    case ScalarType::BFloat16: return "c10::BFloat16";
+    case ScalarType::Float32: return "float";
+    case ScalarType::Float64: return "double";
+    default: return "undefined";
+  }
+}
+
+bool is_half(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+
+void check_blas_int(int64_t v, const char* op) {
+  EMBER_CHECK(v <= INT_MAX, Runtime, op, ": dimension ", v, " is too large for BLAS (32-bit integers)");
+}
+
+// How an (r x c) matrix with element strides (s0, s1) is passed to row-major
+// BLAS without a copy: as is (trans = false, leading dim ld >= c), or as the
+// transpose of a row-major (c x r) matrix (trans = true, ld >= r).
+struct BlasMat {
+  bool trans = false;
+  int64_t ld = 1;
+};
+
+bool blas_layout(int64_t r, int64_t c, int64_t s0, int64_t s1, BlasMat& m) {
+  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
+    m.trans = false;
+    m.ld = r == 1 ? c : s0;
+    return m.ld <= INT_MAX;
+  }
+  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
+    m.trans = true;
+    m.ld = c == 1 ? r : s1;
+    return m.ld <= INT_MAX;
+  }
+  return false;
+}
+
+// The operand as BLAS will read it: `t` itself or a contiguous copy. The last
+// two dims are the matrix.
+Tensor blas_operand(const Tensor& t, BlasMat& m) {
+  const int64_t nd = t.dim();
+  if (blas_layout(t.size(nd - 2), t.size(nd - 1), t.stride(nd - 2), t.stride(nd - 1), m)) return t;
+  Tensor c = ember::contiguous(t);
+  EMBER_CHECK(blas_layout(c.size(nd - 2), c.size(nd - 1), c.stride(nd - 2), c.stride(nd - 1), m), Runtime,
+              "internal error: no BLAS layout for a contiguous matrix");
+  return c;
+}
+
+CBLAS_TRANSPOSE tr(const BlasMat& m) { return m.trans ? CblasTrans : CblasNoTrans; }
+
+template <typename T>
+void gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)am.ld, b,
+                      (blasint)bm.ld, 0.0f, c, (blasint)std::max<int64_t>(n, 1));
+  else
+    scipy_cblas_dgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)am.ld, b,
+                      (blasint)bm.ld, 0.0, c, (blasint)std::max<int64_t>(n, 1));
+}
+
+void zero_fill(const Tensor& t) {
+  if (t.numel() > 0) std::memset(t.data_ptr(), 0, (size_t)t.numel() * t.itemsize());
+}
+
+Tensor to_float32(const Tensor& t) { return ember::to_dtype(t, ScalarType::Float32, false, false); }
+
+// Batched product of [batch, m, k] x [batch, k, n] (both already checked).
+Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
+  const int64_t batch = a_in.size(0), m = a_in.size(1), k = a_in.size(2), n = b_in.size(2);
+  Tensor out = empty_tensor({batch, m, n}, a_in.dtype(), a_in.device());
+  if (out.numel() == 0) return out;
+  if (k == 0) {
+    zero_fill(out);
+    return out;
+  }
+  check_blas_int(m, op);
+  check_blas_int(n, op);
+  check_blas_int(k, op);
+  BlasMat am, bm;
+  Tensor a = blas_operand(a_in, am);
+  Tensor b = blas_operand(b_in, bm);
+  const int64_t sa = a.stride(0), sb = b.stride(0), sc = m * n;
+  if (a.dtype() == ScalarType::Float32) {
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float* pc = out.data<float>();
+    for (int64_t i = 0; i < batch; ++i) gemm<float>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
+  } else {
+    const double *pa = a.data<double>(), *pb = b.data<double>();
+    double* pc = out.data<double>();
+    for (int64_t i = 0; i < batch; ++i) gemm<double>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
+  EMBER_CHECK(self.dim() == 2, Runtime, "self must be a matrix");
+  EMBER_CHECK(mat2.dim() == 2, Runtime, "mat2 must be a matrix");
+  EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected m1 and m2 to have the same dtype, but got: ",
+              cpp_type_name(self.dtype()), " != ", cpp_type_name(mat2.dtype()));
+  EMBER_CHECK(self.size(1) == mat2.size(0), Runtime, "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
+              self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"mm\" not implemented for '", dtype_title(self.dtype()), "'");
+  if (is_half(self.dtype())) {
+    Tensor r = mm_cpu(to_float32(self), to_float32(mat2));
+    return ember::to_dtype(r, self.dtype(), false, false);
+  }
+  // A 2-D product is a batch of one.
+  Tensor a = make_view(self, {1, self.size(0), self.size(1)}, {0, self.stride(0), self.stride(1)}, self.offset());
+  Tensor b = make_view(mat2, {1, mat2.size(0), mat2.size(1)}, {0, mat2.stride(0), mat2.stride(1)}, mat2.offset());
+  Tensor out = batched_gemm(a, b, "mm");
+  return make_view(out, {self.size(0), mat2.size(1)}, {mat2.size(1), 1}, out.offset());
+}
+
+Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
+  EMBER_CHECK(self.dim() == 3, Runtime, "batch1 must be a 3D tensor");
+  EMBER_CHECK(mat2.dim() == 3, Runtime, "batch2 must be a 3D tensor");
+  EMBER_CHECK(mat2.size(0) == self.size(0) && mat2.size(1) == self.size(2), Runtime,
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
+              "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected scalar type ", dtype_title(self.dtype()),
+              " but found ", dtype_title(mat2.dtype()));
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"bmm\" not implemented for '", dtype_title(self.dtype()), "'");
+  if (is_half(self.dtype())) {
+    Tensor r = bmm_cpu(to_float32(self), to_float32(mat2));
+    return ember::to_dtype(r, self.dtype(), false, false);
+  }
+  return batched_gemm(self, mat2, "bmm");
+}
+
+Tensor dot_cpu(const Tensor& self, const Tensor& tensor) {
+  EMBER_CHECK(self.dim() == 1 && tensor.dim() == 1, Runtime, "1D tensors expected, but got ", self.dim(), "D and ",
+              tensor.dim(), "D tensors");
+  EMBER_CHECK(self.dtype() == tensor.dtype(), Runtime, "dot : expected both vectors to have same dtype, but found ",
+              dtype_title(self.dtype()), " and ", dtype_title(tensor.dtype()));
+  EMBER_CHECK(self.numel() == tensor.numel(), Runtime, "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              tensor.numel(), " elements respectively");
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"dot\" not implemented for '", dtype_title(self.dtype()), "'");
+  const int64_t n = self.numel();
+  Tensor out = empty_tensor({}, self.dtype(), self.device());
+  if (n == 0) {
+    zero_fill(out);
+    return out;
+  }
+  if (is_half(self.dtype())) {
+    // Accumulate in float, round once.
+    visit_dtype(self.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        const T* x = self.data<T>();
+        const T* y = tensor.data<T>();
+        const int64_t sx = self.stride(0), sy = tensor.stride(0);
+        float acc = 0.f;
+        for (int64_t i = 0; i < n; ++i) acc += static_cast<float>(x[i * sx]) * static_cast<float>(y[i * sy]);
+        out.data<T>()[0] = T(acc);
+      }
+    });
+    return out;
+  }
+  check_blas_int(n, "dot");
+  auto operand = [](const Tensor& t) {
+    int64_t s = t.numel() == 1 ? 1 : t.stride(0);
+    return (s >= 1 && s <= INT_MAX) ? t : ember::contiguous(t);
+  };
+  Tensor x = operand(self), y = operand(tensor);
+  const blasint incx = (blasint)(n == 1 ? 1 : x.stride(0)), incy = (blasint)(n == 1 ? 1 : y.stride(0));
+  if (self.dtype() == ScalarType::Float32)
+    out.data<float>()[0] = scipy_cblas_sdot((blasint)n, x.data<float>(), incx, y.data<float>(), incy);
+  else
+    out.data<double>()[0] = scipy_cblas_ddot((blasint)n, x.data<double>(), incx, y.data<double>(), incy);
+  return out;
+}
+
+}  // namespace cpu
+}  // namespace ember

@@ -1,0 +1,1 @@
+"""ember's generator: ops.yaml + derivatives.yaml -> C++, bindings, stubs, docs."""

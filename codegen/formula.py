@@ -1,0 +1,213 @@
+"""Derivative formulas: type-checked against the ops and helpers, emitted as
+C++ calls to ember ops (so higher-order gradients work), and analysed for the
+state a backward node must save: the free names of its formulas."""
+import ast
+
+from . import expr
+from .errors import SpecError
+from .signature import Type, parse_signature
+
+# C++ helpers for formulas (aten/src/autograd/helpers.cpp), in signature grammar.
+HELPERS = {s.name: s for s in map(parse_signature, [
+    "zeros_like(Tensor self) -> Tensor",
+    "sum_to(Tensor grad, int[] shape) -> Tensor",
+    "expand_reduced(Tensor grad, int[] shape, int[1]? dim, bool keepdim) -> Tensor",
+    "prod_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
+    "select_extreme_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
+    "index_reduction_backward(Tensor grad, Tensor indices, int[] shape, int dim, bool keepdim) -> Tensor",
+    "invert_permutation(int[] dims) -> int[]",
+    "select_backward(Tensor grad, int[] shape, int dim, int index) -> Tensor",
+    "slice_backward(Tensor grad, int[] shape, int dim, int? start, int? end, int step) -> Tensor",
+    "index_backward(Tensor grad, int[] shape, Tensor?[] indices) -> Tensor",
+    "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate) -> Tensor",
+    "index_values_backward(Tensor grad, Tensor?[] indices, int[] shape) -> Tensor",
+    "clamp_mask(Tensor self, Scalar? min, Scalar? max) -> Tensor",
+])}
+
+BINARY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "true_divide", ast.Pow: "pow",
+              ast.Mod: "remainder"}
+COMPARE_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+
+TENSOR = Type("Tensor")
+NUMBER = Type("Scalar")
+INT_LIST = Type("int", is_list=True)
+
+
+class FormulaError(Exception):
+    pass
+
+
+def _is_number(t):
+    return t.base in ("Scalar", "int", "float", "bool") and not t.is_list
+
+
+def coerce(cpp, have, want):
+    """C++ that passes a value of type `have` where `want` is expected."""
+    if have is None:  # the None literal
+        if want.optional or want.is_tensor:
+            return "std::nullopt" if not want.is_tensor else "Tensor()"
+        raise FormulaError(f"None passed where {want} is expected")
+    if want.is_tensor:
+        if have.is_tensor:
+            return cpp
+        if _is_number(have) and not have.optional:
+            return f"wrap_number(Scalar({cpp}))"
+    elif want.base == "Scalar" and not want.is_list:
+        if _is_number(have) and not have.optional:
+            return f"Scalar({cpp})"
+        if have.base == "Scalar" and have.optional and want.optional:
+            return cpp
+    elif want.is_list and want.base == "int":
+        if have.is_list and have.base == "int":
+            if have.optional and not want.optional:
+                raise FormulaError(f"optional {have} passed where {want} is expected")
+            return cpp
+        if have.base == "int" and not have.is_list:
+            if have.optional:
+                return f"optional_int_list({cpp})"
+            return f"IntList{{{cpp}}}"
+    elif want.base == have.base and want.is_list == have.is_list:
+        if have.optional and not want.optional:
+            raise FormulaError(f"optional {have} passed where {want} is expected")
+        return cpp
+    elif want.base in ("int", "float") and have.base in ("int", "float", "Scalar") and not have.is_list:
+        return cpp
+    raise FormulaError(f"cannot pass {have} where {want} is expected")
+
+
+class Emitter:
+    """Turns one formula into C++; records which names it reads."""
+
+    def __init__(self, model, scope):
+        self.model, self.scope = model, scope  # scope: name -> (cpp, Type)
+        self.used, self.shapes = set(), set()
+
+    def bind(self, sig, args, kwargs, skip_self=False):
+        params = sig.params
+        out = []
+        positional = [p for p in params if not p.kw_only]
+        if len(args) > len(positional):
+            raise FormulaError(f"{sig.name}() takes {len(positional)} positional arguments, got {len(args)}")
+        given = {p.name: a for p, a in zip(positional, args)}
+        for k, v in kwargs.items():
+            if not sig.param(k):
+                raise FormulaError(f"{sig.name}() has no argument '{k}'")
+            given[k] = v
+        for p in params:
+            if p.name in given:
+                cpp, ty = given[p.name]
+                out.append(coerce(cpp, ty, p.type))
+            elif p.has_default:
+                from .cpp import default_cpp
+                out.append(default_cpp(p))
+            else:
+                raise FormulaError(f"{sig.name}() is missing argument '{p.name}'")
+        return out
+
+    def call_op(self, name, args, kwargs):
+        ops = self.model.overloads(name)
+        if not ops:
+            raise FormulaError(f"unknown function '{name}'")
+        errors = []
+        for op in ops:
+            try:
+                cpp_args = self.bind(op.sig, args, kwargs)
+            except FormulaError as e:
+                errors.append(str(e))
+                continue
+            rets = op.sig.returns
+            ty = rets[0].type if len(rets) == 1 else Type("tuple")
+            return f"ember::{op.cpp_name}({', '.join(cpp_args)})", ty
+        raise FormulaError("; ".join(errors))
+
+    def emit(self, n):
+        if isinstance(n, ast.Expression):
+            return self.emit(n.body)
+        if isinstance(n, ast.Constant):
+            v = n.value
+            if v is None:
+                return "std::nullopt", None
+            if isinstance(v, bool):
+                return ("true" if v else "false"), Type("bool")
+            if isinstance(v, int):
+                return f"int64_t({v})", Type("int")
+            return repr(float(v)), Type("float")
+        if isinstance(n, ast.Name):
+            if n.id not in self.scope:
+                raise FormulaError(f"unknown name '{n.id}' (in scope: {', '.join(sorted(self.scope))})")
+            self.used.add(n.id)
+            return self.scope[n.id]
+        if isinstance(n, ast.UnaryOp):
+            if isinstance(n.operand, ast.Constant) and isinstance(n.op, ast.USub):
+                cpp, ty = self.emit(n.operand)
+                return f"(-{cpp})", ty
+            name = {ast.USub: "neg", ast.Not: "logical_not", ast.UAdd: None}[type(n.op)]
+            cpp, ty = self.emit(n.operand)
+            return (cpp, ty) if name is None else self.call_op(name, [(cpp, ty)], {})
+        if isinstance(n, ast.BinOp):
+            return self.call_op(BINARY_OPS[type(n.op)], [self.emit(n.left), self.emit(n.right)], {})
+        if isinstance(n, ast.Compare):
+            return self.call_op(COMPARE_OPS[type(n.ops[0])], [self.emit(n.left), self.emit(n.comparators[0])], {})
+        if isinstance(n, ast.BoolOp):
+            name = "logical_and" if isinstance(n.op, ast.And) else "logical_or"
+            acc = self.emit(n.values[0])
+            for v in n.values[1:]:
+                acc = self.call_op(name, [acc, self.emit(v)], {})
+            return acc
+        if isinstance(n, ast.Call):
+            kwargs = {k.arg: self.emit(k.value) for k in n.keywords}
+            if isinstance(n.func, ast.Attribute):  # x.method(...): the op with x first
+                receiver = self.emit(n.func.value)
+                return self.call_op(n.func.attr, [receiver] + [self.emit(a) for a in n.args], kwargs)
+            name = n.func.id
+            if name == "shape":
+                if len(n.args) != 1 or not isinstance(n.args[0], ast.Name) or n.args[0].id not in self.scope:
+                    raise FormulaError("shape() takes one argument name")
+                self.shapes.add(n.args[0].id)
+                return f"{n.args[0].id}_shape", INT_LIST
+            args = [self.emit(a) for a in n.args]
+            if name in HELPERS:
+                sig = HELPERS[name]
+                cpp_args = self.bind(sig, args, kwargs)
+                return f"autograd::{name}({', '.join(cpp_args)})", sig.returns[0].type
+            return self.call_op(name, args, kwargs)
+        raise FormulaError(f"unsupported expression {ast.dump(n)}")
+
+
+def formula_scope(op):
+    """Names a formula of `op` may read, with their C++ spellings and types."""
+    scope = {"grad": ("grad", TENSOR)}
+    for p in op.sig.params:
+        scope[p.name] = (p.name, p.type)
+    for r in op.sig.returns:
+        scope[r.name] = (r.name, r.type)
+    return scope
+
+
+def emit_formulas(model, op):
+    """-> {arg: cpp}, and the set of names/shapes the node must save."""
+    out, used, shapes = {}, set(), set()
+    for arg, tree in op.derivative.formulas.items():
+        em = Emitter(model, formula_scope(op))
+        cpp, ty = em.emit(tree)
+        if not ty or not ty.is_tensor:
+            raise FormulaError(f"the formula for '{arg}' must give a Tensor, not {ty}")
+        out[arg] = cpp
+        used |= em.used
+        shapes |= em.shapes
+    used.discard("grad")
+    return out, used, shapes
+
+
+def check_formulas(model, file):
+    for op in model.ops:
+        if op.derivative is None:
+            continue
+        for arg, tree in op.derivative.formulas.items():
+            try:
+                em = Emitter(model, formula_scope(op))
+                _, ty = em.emit(tree)
+                if not ty or not ty.is_tensor:
+                    raise FormulaError(f"the formula must give a Tensor, not {ty}")
+            except FormulaError as e:
+                raise SpecError(file, op.derivative.formula_lines[arg], f"{op.full_name}.{arg}: {e}") from None

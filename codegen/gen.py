@@ -1,0 +1,233 @@
+"""Renders the model into the build tree. Files are written only when their
+content changes, so an edit to one op recompiles only what depends on it."""
+import zlib
+from pathlib import Path
+
+import jinja2
+
+from . import expr
+from .cpp import args_list, literal, param_type, params_decl, return_type, value_type
+from .formula import emit_formulas
+from .python import docs_text, param_spec, pyi_text, python_groups
+
+DTYPE_ENUM = {"bool": "Bool", "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "int32": "Int32",
+              "int64": "Int64", "float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32",
+              "float64": "Float64"}
+DTYPE_CPP = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+             "int64": "int64_t", "float16": "Half", "bfloat16": "BFloat16", "float32": "float",
+             "float64": "double"}
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def shard_of(op, shards):
+    return zlib.crc32(op.name.encode()) % shards
+
+
+def camel(name):
+    return "".join(part.capitalize() for part in name.strip("_").split("_"))
+
+
+def node_name(op):
+    return camel(op.name) + "Backward" + ("1" if op.sig.overload else "0")
+
+
+def trailing_default_params(params):
+    """C++ default arguments only for the trailing run of defaulted params."""
+    n = len(params)
+    while n > 0 and params[n - 1].has_default:
+        n -= 1
+    return n
+
+
+def decl(name, ret, params):
+    first = trailing_default_params(params)
+    parts = []
+    for i, p in enumerate(params):
+        s = f"{param_type(p.type)} {p.name}"
+        if i >= first:
+            s += f" = {literal(p.default, p.type)}"
+        parts.append(s)
+    return f"{ret} {name}({', '.join(parts)})"
+
+
+def dtype_array(dtypes):
+    return ", ".join(f"ScalarType::{DTYPE_ENUM[d]}" for d in dtypes)
+
+
+class OpGen:
+    """Everything the templates need about one op, spelled in C++."""
+
+    def __init__(self, model, op):
+        self.op, self.model = op, model
+        sig = op.sig
+        self.name, self.cpp = op.name, op.cpp_name
+        self.params = sig.params
+        self.ret = return_type(sig)
+        self.params_decl = params_decl(sig.params)
+        self.args = args_list(sig.params)
+        self.tensor_params = [p for p in sig.params if p.type.is_tensor]
+        self.scalar_params = [p for p in sig.params if p.type.base == "Scalar"]
+        self.decl = decl(f"{self.cpp}", self.ret, sig.params)
+        self.has_inplace = "inplace" in op.derive
+        self.has_out = "out" in op.derive
+        self.inplace_decl = decl(f"{self.cpp}_", "Tensor", sig.params) if self.has_inplace else None
+        self.defn = f"{self.ret} {self.cpp}({self.params_decl})"
+        self.inplace_defn = f"Tensor {self.cpp}_({self.params_decl})"
+        out_param = "const Tensor& out"
+        self.out_decl = (f"Tensor {self.cpp}_out({out_param}" + (", " + params_decl(sig.params) if sig.params else "")
+                         + ")") if self.has_out else None
+        self.out_args = "out" + (", " + self.args if self.args else "")
+        self.dtypes = dtype_array(op.dtypes)
+        self.num_dtypes = len(op.dtypes)
+        self.node = self._node() if op.derivative else None
+        self.device_expr = self._device_expr()
+
+    def _device_expr(self):
+        for p in self.params:
+            if p.type.is_tensor and p.type.base == "Tensor" and not p.type.optional:
+                return f"{p.name}.device()"
+            if p.type.is_tensor_list:
+                return f"first_device({p.name}, \"{self.name}\")"
+        return "Device()"
+
+    # ------------------------------------------------------------ autograd
+    def _node(self):
+        op = self.op
+        formulas, used, shapes = emit_formulas(self.model, op)
+        diff = [p for p in op.sig.params if p.name in formulas]
+        ret_names = [r.name for r in op.sig.returns]
+        saved_inputs, saved_outputs, values = [], [], []
+        for name in sorted(used, key=lambda n: ([p.name for p in op.sig.params] + ret_names).index(n)):
+            p = op.sig.param(name)
+            users = [i for i, d in enumerate(diff) if name in _names_in(op.derivative.formulas[d.name])]
+            cond = " || ".join(f"node->should_compute({i})" for i in users) or "true"
+            if p is None:
+                saved_outputs.append({"name": name, "cond": cond, "is_output": name == ret_names[0]})
+            elif p.type.is_tensor:
+                saved_inputs.append({"name": name, "cond": cond})
+            else:
+                values.append({"name": name, "type": value_type(p.type)})
+        return {
+            "name": node_name(op),
+            "diff": [{"name": d.name, "index": i, "formula": formulas[d.name], "is_list": d.type.is_list}
+                     for i, d in enumerate(diff)],
+            "saved_inputs": saved_inputs,
+            "saved_outputs": saved_outputs,
+            "fields": values,
+            "shapes": sorted(shapes),
+            "requires": ", ".join(f"&{d.name}" for d in diff if not d.type.is_list),
+        }
+
+    # ------------------------------------------------------------ pointwise
+    def pointwise(self):
+        op = self.op
+        inputs = self.tensor_params
+        bool_input = next((i for i, p in enumerate(inputs) if op.cast.get(p.name) == "bool"), -1)
+        names = {p.name: p.name for p in inputs + self.scalar_params}
+        body = expr.scalar_cpp(op.scalar, names)
+        nonzero = None
+        if op.nonzero:
+            nonzero = 1 + [p.name for p in inputs].index(op.nonzero)
+        members = []
+        inits = []
+        for p in self.scalar_params:
+            if p.type.optional:
+                members.append(f"math::Opt<M> {p.name};")
+                inits.append(f"math::Opt<opmath_t<T>>{{{p.name} ? {p.name}->template to<opmath_t<T>>() : opmath_t<T>(), {p.name}.has_value()}}")
+            else:
+                members.append(f"M {p.name};")
+                inits.append(f"{p.name}.template to<opmath_t<T>>()")
+        in_types = ["bool" if i == bool_input else "T" for i in range(len(inputs))]
+        return {
+            "promote": {"common": "Common", "float": "Float", "bool": "Bool"}[op.promote],
+            "bool_input": bool_input,
+            "out_type": "bool" if op.promote == "bool" else "T",
+            "inputs": [{"name": p.name, "type": t} for p, t in zip(inputs, in_types)],
+            "members": members,
+            "inits": ", ".join(inits),
+            "body": body,
+            "input_ptrs": ", ".join(f"&{p.name}" for p in inputs),
+            "scalar_params": params_decl(self.scalar_params),
+            "scalar_args": args_list(self.scalar_params),
+            "dtypes_cpp": [(DTYPE_ENUM[d], DTYPE_CPP[d]) for d in op.dtypes],
+            "nonzero": nonzero,
+        }
+
+    # ------------------------------------------------------------ reduction
+    def reduction(self):
+        op = self.op
+        red = op.reduce
+        init = red["init"]
+        init_cpp = {"lowest": "lowest_value<T>()", "highest": "highest_value<T>()"}.get(str(init), f"T({init})")
+        compute = [d for d in op.dtypes if d not in ("float16", "bfloat16")]
+        if any(d in op.dtypes for d in ("float16", "bfloat16")) and "float32" not in compute:
+            compute.append("float32")
+        if red["result"] == "long_for_integral":
+            compute = [d for d in compute if d not in ("bool", "uint8", "int8", "int16", "int32")]
+            if "int64" not in compute:
+                compute.append("int64")
+        if red["result"] == "bool":
+            compute = ["bool"]
+        dim = op.sig.param("dim")
+        dtype = op.sig.param("dtype")
+        return {
+            "init": init_cpp,
+            "combine": expr.scalar_cpp(red["combine"], {"a": "a", "b": "b"}),
+            "result": {"same": "Same", "long_for_integral": "LongForIntegral", "bool": "Bool"}[red["result"]],
+            "require_nonempty": "true" if str(init) in ("lowest", "highest") else "false",
+            "dim": "reduce_dims_arg(dim)" if dim else "std::nullopt",
+            "keepdim": "keepdim" if op.sig.param("keepdim") else "false",
+            "dtype": "dtype" if dtype else "std::nullopt",
+            "compute_cpp": [(DTYPE_ENUM[d], DTYPE_CPP[d]) for d in compute],
+        }
+
+    # ------------------------------------------------------------ python
+    def kernel_decl(self, fname):
+        return f"{self.ret} {fname}({params_decl(self.params)})"
+
+
+def _names_in(tree):
+    return set(expr.free_names(tree))
+
+
+class Writer:
+    def __init__(self, out):
+        self.out, self.changed = Path(out), 0
+
+    def write(self, rel, text):
+        path = self.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.read_text() == text:
+            return
+        path.write_text(text)
+        self.changed += 1
+
+
+def generate(model, out, shards, cuda):
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["cpp_param"] = param_type
+    env.filters["addr"] = lambda name: "&" + name
+    env.filters["param_spec"] = param_spec
+    env.filters["cstring"] = lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    gens = [OpGen(model, op) for op in model.ops]
+    w = Writer(out)
+
+    def render(template, rel, **ctx):
+        text = f"// generated from codegen/templates/{template}; do not edit\n" + env.get_template(template).render(**ctx)
+        w.write(rel, text)
+
+    render("ops.h.j2", "ember/ops.h", ops=gens)
+    for k in range(shards):
+        mine = [g for g in gens if shard_of(g.op, shards) == k]
+        render("functors.h.j2", f"ember/functors_{k}.h", ops=mine)
+        render("ops.cpp.j2", f"ops_{k}.cpp", ops=mine, shard=k)
+        render("cpu_kernels.cpp.j2", f"cpu_kernels_{k}.cpp", ops=mine, shard=k)
+        render("python_ops.cpp.j2", f"python_ops_{k}.cpp", groups=python_groups(model, [g.op for g in mine]), shard=k)
+    render("register_cpu.cpp.j2", "register_cpu.cpp", ops=gens)
+    render("python_ops_index.cpp.j2", "python_ops.cpp", shards=range(shards))
+    if cuda:
+        render("register_cuda.cpp.j2", "register_cuda.cpp", ops=gens)
+    w.write("_C.pyi", pyi_text(model))
+    w.write("ops.md", docs_text(model))
+    return w.changed

@@ -1,0 +1,259 @@
+"""The typed model of ops.yaml and derivatives.yaml, validated on load.
+
+Every problem is a SpecError pointing at `file:line`.
+"""
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import expr
+from .errors import SpecError
+from .signature import SignatureError, Type, parse_signature
+from .yamlio import LineDict, load
+
+ALL_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+KINDS = ("pointwise", "reduction", "kernel", "view", "composite", "factory")
+PROMOTE = ("common", "float", "bool")
+REDUCE_RESULTS = ("same", "long_for_integral", "bool")
+OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
+           "doc", "test", "nonzero"}
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass
+class Derivative:
+    line: int
+    formulas: dict          # argument name -> ast.Expression
+    formula_lines: dict     # argument name -> line
+    text: dict              # argument name -> source text
+
+
+@dataclass
+class Op:
+    sig: object
+    line: int
+    kind: str
+    variants: list
+    derive: list
+    doc: str
+    test: dict
+    promote: str = None
+    cast: dict = field(default_factory=dict)
+    dtypes: list = field(default_factory=list)
+    scalar: object = None
+    scalar_text: str = ""
+    reduce: dict = None
+    kernels: dict = field(default_factory=dict)
+    nonzero: str = None
+    derivative: Derivative = None
+
+    @property
+    def name(self):
+        return self.sig.name
+
+    @property
+    def full_name(self):
+        return self.sig.full_name
+
+    @property
+    def cpp_name(self):
+        return f"{self.sig.name}_{self.sig.overload}" if self.sig.overload else self.sig.name
+
+    @property
+    def is_inplace(self):
+        """The op itself writes into `self` (its name ends with `_`)."""
+        return self.sig.name.endswith("_")
+
+    @property
+    def tensor_params(self):
+        return [p for p in self.sig.params if p.type.is_tensor]
+
+    @property
+    def returns_tensor(self):
+        return len(self.sig.returns) == 1 and self.sig.returns[0].type.is_tensor
+
+
+@dataclass
+class Model:
+    ops: list
+    dtype_sets: dict
+
+    def overloads(self, name):
+        return [op for op in self.ops if op.name == name]
+
+    def by_full_name(self, full):
+        return next((op for op in self.ops if op.full_name == full), None)
+
+
+def _dtype_set_expr(text, sets, file, line):
+    """Evaluates `floating + integral + [bool]` against earlier sets."""
+    result = []
+    for term in [t.strip() for t in str(text).split("+")]:
+        if term.startswith("[") and term.endswith("]"):
+            names = [n.strip() for n in term[1:-1].split(",") if n.strip()]
+            for n in names:
+                if n not in ALL_DTYPES:
+                    raise SpecError(file, line, f"unknown dtype '{n}' (known: {', '.join(ALL_DTYPES)})")
+            result += names
+        elif term in sets:
+            result += sets[term]
+        elif term in ALL_DTYPES:
+            result.append(term)
+        else:
+            raise SpecError(file, line, f"unknown dtype set '{term}' (known: {', '.join(sets) or 'none'})")
+    return [d for d in ALL_DTYPES if d in result]
+
+
+def _dtypes(value, sets, file, line):
+    if isinstance(value, list):
+        return _dtype_set_expr("[" + ", ".join(map(str, value)) + "]", sets, file, line)
+    return _dtype_set_expr(value, sets, file, line)
+
+
+def _parse_op(entry, sets, file):
+    if not isinstance(entry, LineDict) or "func" not in entry:
+        raise SpecError(file, getattr(entry, "line", 0), "each op needs a `func:` signature")
+    line = entry.line
+    for key in entry:
+        if key not in OP_KEYS:
+            raise SpecError(file, entry.line_of(key), f"unknown key '{key}' (known: {', '.join(sorted(OP_KEYS))})")
+    try:
+        sig = parse_signature(str(entry["func"]))
+    except SignatureError as e:
+        raise SpecError(file, entry.line_of("func"), f"{entry['func']!r}: {e}") from None
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        raise SpecError(file, entry.line_of("kind") if "kind" in entry else line,
+                        f"{sig.full_name}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    variants = entry.get("variants", ["function"] if kind == "factory" else ["function", "method"])
+    if not isinstance(variants, list) or any(v not in ("function", "method") for v in variants):
+        raise SpecError(file, entry.line_of("variants"), f"{sig.full_name}: variants are [function, method]")
+    derive = entry.get("derive", ["inplace", "out"] if kind == "pointwise" else [])
+    if not isinstance(derive, list) or any(d not in ("inplace", "out") for d in derive):
+        raise SpecError(file, entry.line_of("derive"), f"{sig.full_name}: derive lists inplace and/or out")
+    if derive and not (len(sig.returns) == 1 and sig.returns[0].type.is_tensor):
+        raise SpecError(file, entry.line_of("derive"), f"{sig.full_name}: only ops returning one Tensor derive variants")
+    test = entry.get("test", {})
+    op = Op(sig, line, kind, variants, derive, str(entry.get("doc", "")).strip(), test)
+    if not op.doc:
+        raise SpecError(file, line, f"{sig.full_name}: every op needs a `doc:`")
+    if "dtypes" in entry:
+        op.dtypes = _dtypes(entry["dtypes"], sets, file, entry.line_of("dtypes"))
+    elif kind in ("pointwise", "reduction", "kernel"):
+        raise SpecError(file, line, f"{sig.full_name}: a {kind} op needs `dtypes:`")
+    names = {p.name for p in sig.params}
+    if "nonzero" in entry:
+        if entry["nonzero"] not in names:
+            raise SpecError(file, entry.line_of("nonzero"), f"{sig.full_name}: unknown argument '{entry['nonzero']}'")
+        op.nonzero = entry["nonzero"]
+
+    if kind == "pointwise":
+        op.promote = entry.get("promote")
+        if op.promote not in PROMOTE:
+            raise SpecError(file, entry.line_of("promote") if "promote" in entry else line,
+                            f"{sig.full_name}: promote must be one of {', '.join(PROMOTE)}")
+        cast = entry.get("cast", {})
+        for arg, dt in cast.items():
+            if arg not in names:
+                raise SpecError(file, entry.line_of("cast"), f"{sig.full_name}: cast of unknown argument '{arg}'")
+            if dt != "bool":
+                raise SpecError(file, entry.line_of("cast"), f"{sig.full_name}: only casts to bool are supported")
+        op.cast = dict(cast)
+        if len(op.tensor_params) > 3:
+            raise SpecError(file, line, f"{sig.full_name}: pointwise ops take at most 3 tensors")
+        if "scalar" not in entry:
+            raise SpecError(file, line, f"{sig.full_name}: a pointwise op needs `scalar:`")
+        op.scalar_text = str(entry["scalar"])
+        try:
+            op.scalar = expr.parse(op.scalar_text)
+            scalar_names = {p.name for p in sig.params if p.type.base in ("Tensor", "Scalar")}
+            expr.scalar_cpp(op.scalar, {n: n for n in scalar_names})
+        except expr.ExprError as e:
+            raise SpecError(file, entry.line_of("scalar"), f"{sig.full_name}: {e}") from None
+    elif "scalar" in entry:
+        raise SpecError(file, entry.line_of("scalar"), f"{sig.full_name}: only pointwise ops take `scalar:`")
+
+    if kind == "reduction":
+        red = entry.get("reduce")
+        if not isinstance(red, dict) or not {"init", "combine", "result"} <= set(red):
+            raise SpecError(file, entry.line_of("reduce") if "reduce" in entry else line,
+                            f"{sig.full_name}: a reduction needs `reduce: {{init, combine, result}}`")
+        if red["result"] not in REDUCE_RESULTS:
+            raise SpecError(file, entry.line_of("reduce"), f"{sig.full_name}: reduce.result is one of {', '.join(REDUCE_RESULTS)}")
+        if str(red["init"]) not in ("lowest", "highest") and not isinstance(red["init"], (int, float)):
+            raise SpecError(file, entry.line_of("reduce"), f"{sig.full_name}: reduce.init is a number, lowest or highest")
+        try:
+            combine = expr.parse(str(red["combine"]))
+            expr.scalar_cpp(combine, {"a": "a", "b": "b"})
+        except expr.ExprError as e:
+            raise SpecError(file, entry.line_of("reduce"), f"{sig.full_name}: reduce.combine: {e}") from None
+        op.reduce = {"init": red["init"], "combine": combine, "result": red["result"]}
+
+    if kind == "kernel":
+        kernels = entry.get("kernels")
+        if not isinstance(kernels, dict) or "cpu" not in kernels:
+            raise SpecError(file, line, f"{sig.full_name}: a kernel op needs `kernels: {{cpu: name}}`")
+        for dev in kernels:
+            if dev not in DEVICES:
+                raise SpecError(file, entry.line_of("kernels"), f"{sig.full_name}: unknown device '{dev}'")
+            if not re.fullmatch(r"[A-Za-z_]\w*", str(kernels[dev])):
+                raise SpecError(file, entry.line_of("kernels"), f"{sig.full_name}: bad kernel name {kernels[dev]!r}")
+        op.kernels = dict(kernels)
+    return op
+
+
+def _parse_derivative(entry, model, file):
+    if not isinstance(entry, LineDict) or "op" not in entry:
+        raise SpecError(file, getattr(entry, "line", 0), "each derivative needs `op:`")
+    op = model.by_full_name(str(entry["op"]))
+    if op is None:
+        raise SpecError(file, entry.line_of("op"), f"derivative of unknown op '{entry['op']}'")
+    if op.derivative is not None:
+        raise SpecError(file, entry.line, f"duplicate derivative for '{op.full_name}'")
+    if op.kind in ("composite", "factory"):
+        raise SpecError(file, entry.line, f"'{op.full_name}' is {op.kind}: autograd records the ops it is made of")
+    formulas, lines, texts = {}, {}, {}
+    for arg, text in entry.items():
+        if arg == "op":
+            continue
+        param = op.sig.param(arg)
+        if param is None:
+            raise SpecError(file, entry.line_of(arg), f"{op.full_name} has no argument '{arg}'")
+        if param.type.base != "Tensor":
+            raise SpecError(file, entry.line_of(arg), f"{op.full_name}: '{arg}' is not a Tensor and has no gradient")
+        try:
+            formulas[arg] = expr.parse(str(text))
+        except expr.ExprError as e:
+            raise SpecError(file, entry.line_of(arg), f"{op.full_name}.{arg}: {e}") from None
+        lines[arg], texts[arg] = entry.line_of(arg), str(text)
+    return Derivative(entry.line, formulas, lines, texts)
+
+
+def load_model(ops_path, derivatives_path):
+    ops_file, der_file = Path(ops_path).name, Path(derivatives_path).name
+    doc = load(ops_path, ops_file)
+    if not isinstance(doc, LineDict) or "ops" not in doc:
+        raise SpecError(ops_file, 1, "expected a mapping with `dtype_sets:` and `ops:`")
+    sets = {}
+    for name, value in (doc.get("dtype_sets") or {}).items():
+        sets[name] = _dtypes(value, sets, ops_file, doc["dtype_sets"].line_of(name))
+    ops, seen = [], {}
+    for entry in doc["ops"]:
+        op = _parse_op(entry, sets, ops_file)
+        if op.full_name in seen:
+            raise SpecError(ops_file, op.line, f"duplicate op '{op.full_name}' (first at line {seen[op.full_name]})")
+        seen[op.full_name] = op.line
+        ops.append(op)
+    model = Model(ops, sets)
+    derivs = load(derivatives_path, der_file) or []
+    if not isinstance(derivs, list):
+        raise SpecError(der_file, 1, "expected a list of derivative entries")
+    for entry in derivs:
+        op = model.by_full_name(str(entry.get("op"))) if isinstance(entry, dict) else None
+        d = _parse_derivative(entry, model, der_file)
+        op.derivative = d
+    # Formulas are checked against the whole model once every op is known.
+    from .formula import check_formulas
+    check_formulas(model, der_file)
+    return model

@@ -1,0 +1,233 @@
+"""The Python surface: binding groups (overloads sharing a Python name), the
+argument specs the C++ parser walks, `_C.pyi` stubs and the op reference."""
+from dataclasses import dataclass, field
+
+from .cpp import literal, value_type
+from .signature import NO_DEFAULT, Param, Type
+
+ARG_TYPE = {"Tensor": "Tensor", "int": "Int", "float": "Float", "bool": "Bool", "str": "Str",
+            "Scalar": "Scalar", "ScalarType": "ScalarType", "Device": "Device", "Generator": "Generator"}
+
+
+def arg_type_code(t):
+    if t.base == "Tensor" and t.is_list:
+        return "OptTensorList" if t.elem_optional else "TensorList"
+    if t.base == "int" and t.is_list:
+        return "IntList"
+    return ARG_TYPE[t.base]
+
+
+def converter(t):
+    base = {"Tensor": "tensor", "int": "int", "float": "double", "bool": "bool", "str": "str",
+            "Scalar": "scalar", "ScalarType": "dtype", "Device": "device", "Generator": "generator"}[t.base]
+    if t.is_list:
+        base = ("opt_tensor_list" if t.elem_optional else "tensor_list") if t.base == "Tensor" else "int_list"
+    if t.optional and t.base != "Generator":
+        base = "opt_" + base
+    return "arg_" + base
+
+
+def py_default(p):
+    v = p.default
+    if v is None:
+        return "None"
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+def display_param(p, rename_self):
+    name = "input" if (rename_self and p.name == "self") else p.name
+    s = f"{p.type} {name}"
+    if p.has_default:
+        s += f"={py_default(p)}"
+    return s
+
+
+@dataclass
+class Overload:
+    op: object
+    form: str          # function | method | inplace_method
+    params: list       # the params Python passes (receiver excluded)
+    display: str
+    body: str = ""
+    allow_number: set = field(default_factory=set)
+
+
+@dataclass
+class Group:
+    pyname: str
+    form: str
+    overloads: list
+    doc: str
+
+    @property
+    def cname(self):
+        return f"py_{self.form}_{self.pyname}"
+
+
+def _out_param():
+    return Param("out", Type("Tensor", optional=True), None, kw_only=True)
+
+
+def _display(name, params, rename_self):
+    parts, kw = [], False
+    for p in params:
+        if p.kw_only and not kw:
+            parts.append("*")
+            kw = True
+        parts.append(display_param(p, rename_self))
+    return f"{name}({', '.join(parts)})"
+
+
+def _body(op, ov, has_out, inplace):
+    lines = []
+    call_args = []
+    for i, p in enumerate(ov.params):
+        pname = "input" if p.name == "self" and ov.form == "function" else p.name
+        del pname
+        conv = converter(p.type)
+        extra = ", true" if p.name in ov.allow_number else ""
+        default = literal(p.default, p.type) if p.has_default else None
+        vt = value_type(p.type)
+        if default is None:
+            lines.append(f"{vt} {p.name} = {conv}(parsed[{i}]{extra});")
+        else:
+            lines.append(f"{vt} {p.name} = parsed[{i}] ? {conv}(parsed[{i}]{extra}) : {default};")
+    for p in op.sig.params:
+        call_args.append(p.name)
+    args = ", ".join(call_args)
+    if has_out:
+        n = len(ov.params)
+        lines.append(f"if (parsed[{n}] && parsed[{n}] != Py_None) {{")
+        lines.append(f"  Tensor out = arg_tensor(parsed[{n}]);")
+        lines.append(f"  {{ ember::{op.cpp_name}_out(out{', ' + args if args else ''}); }}")
+        lines.append(f"  Py_INCREF(parsed[{n}]); return parsed[{n}];")
+        lines.append("}")
+    if inplace:
+        name = op.cpp_name if op.is_inplace else op.cpp_name + "_"
+        lines.append(f"ember::{name}({args});")
+        lines.append("Py_INCREF(self_obj); return self_obj;")
+    elif len(op.sig.returns) > 1:
+        lines.append(f"return wrap_tuple(ember::{op.cpp_name}({args}), return_type_{op.cpp_name});")
+    else:
+        lines.append(f"return wrap(ember::{op.cpp_name}({args}));")
+    return "\n      ".join(lines)
+
+
+def python_groups(model, ops):
+    """Binding groups for `ops`, in first-appearance order."""
+    groups = {}
+    for op in ops:
+        forms = []
+        if "function" in op.variants:
+            forms.append(("function", op.name, False))
+        if "method" in op.variants and op.sig.param("self"):
+            forms.append(("method", op.name, op.is_inplace))
+        if "inplace" in op.derive and op.sig.param("self"):
+            forms.append(("method", op.name + "_", True))
+        for form, pyname, inplace in forms:
+            params = [p for p in op.sig.params if not (form == "method" and p.name == "self")]
+            has_out = "out" in op.derive and not inplace
+            shown = params + ([_out_param()] if has_out else [])
+            ov = Overload(op, form, params, _display(pyname, shown, form == "function"))
+            if op.kind == "pointwise":
+                tensor_names = [p.name for p in op.sig.params if p.type.is_tensor]
+                first = tensor_names[0] if form == "function" else "self"
+                ov.allow_number = {n for n in tensor_names if n != first}
+            ov.body = _body(op, ov, has_out, inplace)
+            ov.spec_params = shown
+            key = (form, pyname)
+            if key not in groups:
+                groups[key] = Group(pyname, form, [], op.doc)
+            groups[key].overloads.append(ov)
+    return list(groups.values())
+
+
+def param_spec(p, allow_number):
+    t = p.type
+    return (f'{{"{p.name}", ArgType::{arg_type_code(t)}, {str(t.optional).lower()}, {str(p.kw_only).lower()}, '
+            f'{str(p.has_default).lower()}, {str(allow_number).lower()}, {t.list_size or 0}}}')
+
+
+# ------------------------------------------------------------------ stubs and docs
+_PYI_TYPE = {"Tensor": "Tensor", "int": "int", "float": "float", "bool": "bool", "str": "str",
+             "Scalar": "Number", "ScalarType": "dtype", "Device": "Device", "Generator": "Generator"}
+
+
+def _pyi_type(t):
+    base = _PYI_TYPE[t.base]
+    if t.is_list:
+        elem = f"Optional[{base}]" if t.elem_optional else base
+        base = f"Sequence[{elem}]" + (" | int" if t.base == "int" else "")
+    if t.optional:
+        base = f"Optional[{base}]"
+    return base
+
+
+def _pyi_ret(sig):
+    if len(sig.returns) > 1:
+        return "tuple[" + ", ".join("Tensor" for _ in sig.returns) + "]"
+    t = sig.returns[0].type
+    return "tuple[Tensor, ...]" if t.is_list else "Tensor"
+
+
+def _pyi_params(params, rename_self):
+    parts, kw = [], False
+    for p in params:
+        if p.kw_only and not kw:
+            parts.append("*")
+            kw = True
+        name = "input" if rename_self and p.name == "self" else p.name
+        s = f"{name}: {_pyi_type(p.type)}"
+        if p.has_default:
+            s += " = ..."
+        parts.append(s)
+    return parts
+
+
+def pyi_text(model):
+    lines = ["# generated by codegen from ops.yaml; do not edit",
+             "from typing import Optional, Sequence, Union, overload",
+             "Number = Union[int, float, bool]",
+             "class dtype: ...", "class Device: ...", "class Generator: ...", ""]
+    groups = python_groups(model, model.ops)
+    methods, functions = [], []
+    for g in groups:
+        many = len(g.overloads) > 1
+        for ov in g.overloads:
+            params = _pyi_params(ov.spec_params, ov.form == "function")
+            ret = "Tensor" if ov.form == "method" and g.pyname.endswith("_") else _pyi_ret(ov.op.sig)
+            deco = ["@overload"] if many else []
+            if ov.form == "method":
+                methods += ["    " + d for d in deco]
+                methods.append(f"    def {g.pyname}(self, {', '.join(params)}) -> {ret}: ...".replace("(self, )", "(self)"))
+            else:
+                functions += deco
+                functions.append(f"def {g.pyname}({', '.join(params)}) -> {ret}: ...")
+    lines.append("class Tensor:")
+    lines += methods or ["    ..."]
+    lines.append("")
+    lines += functions
+    return "\n".join(lines) + "\n"
+
+
+def docs_text(model):
+    out = ["# ember op reference", "",
+           "Generated from `ops.yaml` by `codegen/`; every op below exists as a function and/or",
+           "Tensor method as listed, with the in-place (`op_`) and `out=` variants it derives.", ""]
+    for op in model.ops:
+        variants = list(op.variants) + [f"{d}" for d in op.derive]
+        out.append(f"## `{op.full_name}`")
+        out.append("")
+        out.append(f"`{op.sig.name}({', '.join(display_param(p, True) for p in op.sig.params)})`")
+        out.append("")
+        out.append(op.doc)
+        out.append("")
+        out.append(f"- kind: {op.kind}; variants: {', '.join(variants)}")
+        if op.dtypes:
+            out.append(f"- dtypes: {', '.join(op.dtypes)}")
+        if op.derivative:
+            out.append("- differentiable: " + ", ".join(f"`{a}`: `{t}`" for a, t in op.derivative.text.items()))
+        out.append("")
+    return "\n".join(out)

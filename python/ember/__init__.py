@@ -1,0 +1,53 @@
+"""ember: a PyTorch-style tensor library whose operators are generated from one spec."""
+import ctypes as _ctypes
+import os as _os
+
+
+def _load_blas():
+    # The extension links scipy-openblas32's library; load it first so the
+    # dynamic linker finds it wherever pip put the package.
+    try:
+        import scipy_openblas32 as _sob
+    except ImportError:
+        return
+    lib = _os.path.join(_sob.get_lib_dir(), f"lib{_sob.get_library()}.so")
+    if _os.path.exists(lib):
+        _ctypes.CDLL(lib, mode=_ctypes.RTLD_GLOBAL)
+
+
+_load_blas()
+
+from . import _C  # noqa: E402
+from ._C import (  # noqa: E402,F401
+    Tensor, dtype, device, Generator, default_generator,
+    bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    is_grad_enabled, manual_seed, initial_seed, get_num_threads, set_num_threads,
+    get_default_dtype, set_default_dtype, promote_types,
+)
+
+# Every generated op function (add, sum, zeros, ...).
+for _name in _C._op_names:
+    globals()[_name] = getattr(_C, _name)
+del _name
+
+# dtype aliases, as PyTorch names them.
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+short = int16
+uint8 = uint8
+cfloat = None
+del cfloat
+
+from ._size import Size  # noqa: E402
+from . import _tensor  # noqa: E402,F401  (adds the Python-level Tensor methods)
+from ._creation import (  # noqa: E402,F401
+    tensor, as_tensor, from_numpy, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
+    randint_like, is_tensor, is_floating_point, numel, result_type,
+)
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
+from . import autograd, cuda, backends  # noqa: E402,F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,174 @@
+"""Tensors from Python data and NumPy arrays, and the *_like constructors."""
+import builtins
+
+import numpy as np
+
+from . import _C
+from ._C import Tensor
+
+_NP_TO_EMBER = {
+    np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8, np.dtype(np.int8): _C.int8,
+    np.dtype(np.int16): _C.int16, np.dtype(np.int32): _C.int32, np.dtype(np.int64): _C.int64,
+    np.dtype(np.float16): _C.float16, np.dtype(np.float32): _C.float32, np.dtype(np.float64): _C.float64,
+}
+EMBER_TO_NP = {v: k for k, v in _NP_TO_EMBER.items()}
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with `ndarray`."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = _NP_TO_EMBER.get(ndarray.dtype.newbyteorder("=") if ndarray.dtype.byteorder not in "=|" else ndarray.dtype)
+    if dt is None or not ndarray.dtype.isnative:
+        raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
+                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    item = ndarray.itemsize
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
+    if any(s % item for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    strides = [s // item for s in ndarray.strides]
+    extent = 1 if ndarray.size else 0
+    for n, s in zip(ndarray.shape, strides):
+        extent += (n - 1) * s if n else 0
+    ptr = ndarray.__array_interface__["data"][0]
+    return _C._from_buffer(ptr, list(ndarray.shape), strides, dt, ndarray, extent * item)
+
+
+def _infer_dtype(data):
+    """PyTorch's inference for nested Python data: bool < int64 < default float."""
+    kind = None  # "bool" < "int" < "float"
+    rank = {"bool": 0, "int": 1, "float": 2}
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+            continue
+        if isinstance(x, Tensor):
+            k = "float" if x.dtype.is_floating_point else ("bool" if x.dtype == _C.bool else "int")
+        elif isinstance(x, (builtins.bool, np.bool_)):
+            k = "bool"
+        elif isinstance(x, (builtins.int, np.integer)):
+            k = "int"
+        elif isinstance(x, (builtins.float, np.floating)):
+            k = "float"
+        else:
+            raise TypeError(f"tensor(): can't convert an element of type {type(x).__name__} to a tensor")
+        if kind is None or rank[k] > rank[kind]:
+            kind = k
+    if kind == "bool":
+        return _C.bool
+    if kind == "int":
+        return _C.int64
+    return _C.get_default_dtype()
+
+
+def _plain(data):
+    # Nested lists of 0-d tensors become numbers so NumPy can read them.
+    if isinstance(data, (list, tuple)):
+        return [_plain(x) for x in data]
+    if isinstance(data, Tensor):
+        return data.tolist()
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of `data` (a number, nested sequence, array or tensor)."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+    elif isinstance(data, np.ndarray):
+        t = from_numpy(np.array(data, copy=True, order="C"))
+    else:
+        inferred = dtype or _infer_dtype(data)
+        np_dtype = EMBER_TO_NP.get(inferred, np.dtype(np.float32))
+        arr = np.array(_plain(data), dtype=np_dtype)
+        t = from_numpy(arr)
+        if inferred not in EMBER_TO_NP:
+            t = t.to(inferred)
+    if dtype is not None and t.dtype != dtype:
+        t = t.to(dtype)
+    if device is not None:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor, sharing memory when it already is one (or a NumPy array) of that dtype."""
+    if isinstance(data, Tensor):
+        t = data
+    elif isinstance(data, np.ndarray) and data.dtype in _NP_TO_EMBER and all(s >= 0 for s in data.strides):
+        t = from_numpy(data)
+    else:
+        return tensor(data, dtype=dtype, device=device)
+    if dtype is not None and t.dtype != dtype:
+        t = t.to(dtype)
+    if device is not None:
+        t = t.to(device)
+    return t
+
+
+def _like(fn, t, dtype, device, requires_grad, *args):
+    return fn(*args, t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(_C.zeros, input, dtype, device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(_C.ones, input, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(_C.empty, input, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _C.full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                   requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(_C.rand, input, dtype, device, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(_C.randn, input, dtype, device, requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    return _C.randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                      requires_grad=requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def numel(input):
+    return input.numel()
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op on the two operands computes in (PyTorch's promotion rules)."""
+    def probe(x):
+        # An empty stand-in with the same rank class, so nothing is computed.
+        return x.narrow(-1, 0, 0) if isinstance(x, Tensor) and x.dim() > 0 else x
+    a, b = probe(tensor1), probe(tensor2)
+    return (_C.mul(a, b) if isinstance(a, Tensor) else _C.mul(b, a)).dtype
+
+
+_C._set_legacy_new(lambda data: tensor(data, dtype=_C.get_default_dtype()))
+_C._set_index_tensor_from(lambda data: tensor(data))

@@ -1,0 +1,146 @@
+"""The Python-level part of ember.Tensor: conversions, printing, autograd entry."""
+import numpy as np
+
+from . import _C
+from ._C import Tensor
+from ._creation import EMBER_TO_NP, tensor as _new_tensor
+from ._tensor_str import tensor_repr
+
+
+class _ArrayView:
+    """Exposes a CPU tensor's memory to NumPy; keeps the tensor alive."""
+
+    def __init__(self, t):
+        self._t = t
+        dt = EMBER_TO_NP[t.dtype]
+        item = t.element_size()
+        self.__array_interface__ = {
+            "shape": tuple(t.shape), "typestr": dt.str, "version": 3,
+            "data": (t.data_ptr(), False), "strides": tuple(s * item for s in t.stride()),
+        }
+
+
+def numpy(self, *, force=False):
+    """A NumPy array sharing this tensor's memory."""
+    if self.requires_grad and not force:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    if self.device.type != "cpu":
+        raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                        "tensor to host memory first.")
+    if self.dtype not in EMBER_TO_NP:
+        raise TypeError(f"Got unsupported ScalarType {self.dtype}")
+    return np.asarray(_ArrayView(self.detach()))
+
+
+def tolist(self):
+    t = self.detach()
+    if t.dtype == _C.bfloat16:
+        t = t.float()
+    return numpy(t).tolist()
+
+
+def __array__(self, dtype=None, copy=None):
+    a = numpy(self.detach().cpu() if self.device.type != "cpu" else self.detach())
+    return a.astype(dtype) if dtype is not None else a
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Computes the gradient of this tensor with respect to graph leaves."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._backward([self], [gradient], retain_graph, create_graph)
+
+
+def __iter__(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+def __reversed__(self):
+    return iter(reversed(self.unbind(0)))
+
+
+def __format__(self, spec):
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+def __contains__(self, element):
+    return bool((self == element).any().item())
+
+
+def _converter(dt):
+    def convert(self, memory_format=None):
+        return self.to(dt)
+    convert.__name__ = str(dt).split(".")[-1]
+    return convert
+
+
+def cpu(self, memory_format=None):
+    return self if self.device.type == "cpu" else self.to("cpu")
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    return self.to("cuda" if device is None else device)
+
+
+def type_as(self, other):
+    return self.to(other.dtype)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return _new_tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_factory(fn):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        if len(size) == 1 and isinstance(size[0], (list, tuple)):
+            size = tuple(size[0])
+        return fn(size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    return new
+
+
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                   requires_grad=requires_grad)
+
+
+def __deepcopy__(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    with _C_no_grad():
+        t = self.clone()
+    if self.requires_grad and self.is_leaf:
+        t.requires_grad_(True)
+    if self.grad is not None:
+        t.grad = self.grad.clone()
+    if type(self) is not Tensor:
+        t = type(self)(t, requires_grad=self.requires_grad) if hasattr(type(self), "__new__") else t
+    memo[id(self)] = t
+    return t
+
+
+class _C_no_grad:
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+
+
+_METHODS = dict(
+    numpy=numpy, tolist=tolist, __array__=__array__, backward=backward, __iter__=__iter__,
+    __reversed__=__reversed__, __format__=__format__, __contains__=__contains__, __repr__=tensor_repr,
+    __str__=tensor_repr, cpu=cpu, cuda=cuda, type_as=type_as, new_tensor=new_tensor, new_full=new_full,
+    new_zeros=_new_factory(_C.zeros), new_ones=_new_factory(_C.ones), new_empty=_new_factory(_C.empty),
+    float=_converter(_C.float32), double=_converter(_C.float64), half=_converter(_C.float16),
+    bfloat16=_converter(_C.bfloat16), long=_converter(_C.int64), int=_converter(_C.int32),
+    short=_converter(_C.int16), char=_converter(_C.int8), byte=_converter(_C.uint8), bool=_converter(_C.bool),
+    __deepcopy__=__deepcopy__, __array_priority__=1000,
+)
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+Tensor.__module__ = "ember"

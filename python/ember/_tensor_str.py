@@ -1,0 +1,129 @@
+"""Tensor printing in PyTorch's format: tensor([1., 2.], dtype=ember.float64)."""
+import math
+
+import numpy as np
+
+from . import _C
+
+PRECISION = 4
+THRESHOLD = 1000
+EDGEITEMS = 3
+LINEWIDTH = 80
+
+
+class _Formatter:
+    """Chooses one width and style for every element, as PyTorch's _Formatter does."""
+
+    def __init__(self, values, floating):
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        finite = [v for v in values if isinstance(v, float) and math.isfinite(v)]
+        if not floating:
+            self.width = max((len(str(v)) for v in values), default=1)
+            return
+        if not finite:
+            self.width = max((len(self.fmt_special(v)) for v in values), default=1)
+            return
+        self.int_mode = all(v == math.floor(v) for v in finite)
+        nonzero = [abs(v) for v in finite if v != 0]
+        if nonzero:
+            mx, mn = max(nonzero), min(nonzero)
+            if self.int_mode:
+                self.sci_mode = mx > 1e8
+            else:
+                self.sci_mode = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
+        self.width = max(len(self.format_raw(v)) for v in values)
+
+    @staticmethod
+    def fmt_special(v):
+        if math.isnan(v):
+            return "nan"
+        return "inf" if v > 0 else "-inf"
+
+    def format_raw(self, v):
+        if not self.floating:
+            return str(v)
+        if not math.isfinite(v):
+            return self.fmt_special(v)
+        if self.sci_mode:
+            return f"{v:.{PRECISION}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{PRECISION}f}"
+
+    def format(self, v):
+        return self.format_raw(v).rjust(self.width)
+
+
+def _edge(seq, summarize):
+    if summarize and len(seq) > 2 * EDGEITEMS:
+        return list(seq[:EDGEITEMS]), list(seq[-EDGEITEMS:])
+    return list(seq), None
+
+
+def _collect(arr, summarize, out):
+    if arr.ndim == 0:
+        out.append(arr.item())
+        return
+    head, tail = _edge(range(arr.shape[0]), summarize)
+    for i in head + (tail or []):
+        _collect(arr[i], summarize, out)
+
+
+def _render(arr, fmt, indent, summarize):
+    if arr.ndim == 0:
+        return fmt.format(arr.item())
+    head, tail = _edge(range(arr.shape[0]), summarize)
+    if arr.ndim == 1:
+        items = [fmt.format(arr[i].item()) for i in head]
+        if tail is not None:
+            items += ["..."] + [fmt.format(arr[i].item()) for i in tail]
+        per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
+    parts = [_render(arr[i], fmt, indent + 1, summarize) for i in head]
+    if tail is not None:
+        parts += ["..."] + [_render(arr[i], fmt, indent + 1, summarize) for i in tail]
+    return "[" + sep.join(parts) + "]"
+
+
+def tensor_repr(self):
+    t = self.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    dt = t.dtype
+    floating = dt.is_floating_point
+    if dt in (_C.float16, _C.bfloat16):
+        t = t.float()
+    arr = np.asarray(t.numpy()) if t.dtype != _C.bool else np.asarray(t.numpy())
+    suffixes = []
+    prefix = "tensor("
+    if t.numel() == 0:
+        body = "[]"
+        if t.dim() != 1:
+            suffixes.append(f"size={tuple(t.shape)}")
+    else:
+        summarize = t.numel() > THRESHOLD
+        values = []
+        _collect(arr, summarize, values)
+        if dt == _C.bool:
+            values = [bool(v) for v in values]
+            fmt = _Formatter([], False)
+            fmt.width = max(len(str(v)) for v in values)
+        else:
+            fmt = _Formatter([float(v) if floating else int(v) for v in values], floating)
+        conv = (lambda a: a) if dt == _C.bool else (lambda a: a)
+        body = _render(conv(arr.astype(np.float64) if floating else arr), fmt, len(prefix), summarize)
+    if self.device.type != "cpu":
+        suffixes.append(f"device='{self.device}'")
+    default = _C.get_default_dtype()
+    if dt not in (default, _C.int64, _C.bool) or (t.numel() == 0 and dt not in (default,)):
+        if not (t.numel() == 0 and dt == _C.int64 and False):
+            suffixes.append(f"dtype={dt}")
+    if self.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+    elif self.requires_grad:
+        suffixes.append("requires_grad=True")
+    return prefix + ", ".join([body] + suffixes) + ")"

@@ -1,0 +1,194 @@
+// Tensor.__getitem__ / __setitem__ with PyTorch's rules: ints, slices, None
+// and ... give views (select/slice/unsqueeze); integer and bool tensors (or
+// lists) are advanced indices, gathered by `index` and written by `index_put_`.
+#include <vector>
+
+#include "ember/ops.h"
+#include "python_support.h"
+
+namespace ember::python {
+
+PyObject* g_index_tensor_from = nullptr;  // ember.tensor, for list indices
+
+namespace {
+
+// A bool mask as one long index tensor per mask dim (CPU).
+TensorList mask_to_indices(const Tensor& mask_in) {
+  Tensor mask = ember::contiguous(ember::to_dtype(mask_in, ScalarType::Bool, false, false));
+  const bool* m = mask.data<bool>();
+  const int64_t n = mask.numel(), nd = mask.dim();
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += m[i];
+  TensorList out;
+  std::vector<int64_t*> ptrs;
+  for (int64_t d = 0; d < std::max<int64_t>(nd, 1); ++d) {
+    out.push_back(empty_tensor({count}, ScalarType::Int64));
+    ptrs.push_back(out.back().data<int64_t>());
+  }
+  if (nd == 0) {
+    // x[True] / x[False]: a new dim of size 1 or 0.
+    return out;
+  }
+  DimVector coord(nd, 0);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (m[i]) {
+      for (int64_t d = 0; d < nd; ++d) ptrs[d][k] = coord[d];
+      ++k;
+    }
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++coord[d] < mask.sizes()[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return out;
+}
+
+bool is_index_int(PyObject* o) { return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || PyIndex_Check(o)); }
+
+struct Indexed {
+  Tensor view;              // after ints, slices, None, ...
+  TensorList advanced;      // per dim of `view`; undefined for non-advanced dims
+  bool has_advanced = false;
+};
+
+Indexed apply_index(const Tensor& self, PyObject* index) {
+  PyObject* tup;
+  if (PyTuple_Check(index)) { tup = index; Py_INCREF(tup); }
+  else tup = PyTuple_Pack(1, index);
+  struct Guard { PyObject* o; ~Guard() { Py_DECREF(o); } } guard{tup};
+  Py_ssize_t n = PyTuple_GET_SIZE(tup);
+
+  // How many tensor dims the index consumes (for expanding ...).
+  int64_t consumed = 0;
+  bool seen_ellipsis = false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* it = PyTuple_GET_ITEM(tup, i);
+    if (it == Py_Ellipsis) {
+      EMBER_CHECK(!seen_ellipsis, Index, "an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+    } else if (it == Py_None) {
+    } else if (is_tensor(it) && (tensor_of(it).dtype() == ScalarType::Bool || tensor_of(it).dtype() == ScalarType::UInt8)) {
+      consumed += std::max<int64_t>(tensor_of(it).dim(), 1) * (tensor_of(it).dim() > 0);
+    } else {
+      consumed += 1;
+    }
+  }
+  EMBER_CHECK(consumed <= self.dim(), Index, "too many indices for tensor of dimension ", self.dim());
+
+  Indexed r;
+  r.view = self;
+  int64_t dim = 0;
+  std::vector<std::pair<int64_t, Tensor>> adv;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* it = PyTuple_GET_ITEM(tup, i);
+    if (is_index_int(it)) {
+      int64_t idx = arg_int(it);
+      int64_t size = r.view.sizes()[dim];
+      EMBER_CHECK(idx >= -size && idx < size, Index, "index ", idx, " is out of bounds for dimension ", dim,
+                  " with size ", size);
+      r.view = ember::select(r.view, dim, idx);
+    } else if (PySlice_Check(it)) {
+      auto* s = reinterpret_cast<PySliceObject*>(it);
+      std::optional<int64_t> start, stop;
+      int64_t step = 1;
+      if (s->start != Py_None) start = arg_int(s->start);
+      if (s->stop != Py_None) stop = arg_int(s->stop);
+      if (s->step != Py_None) step = arg_int(s->step);
+      EMBER_CHECK(step > 0, Value, "step must be greater than zero");
+      r.view = ember::slice(r.view, dim, start, stop, step);
+      ++dim;
+    } else if (it == Py_None) {
+      r.view = ember::unsqueeze(r.view, dim);
+      ++dim;
+    } else if (it == Py_Ellipsis) {
+      dim += self.dim() - consumed;
+    } else {
+      Tensor t;
+      if (is_tensor(it)) {
+        t = tensor_of(it);
+      } else if (PyList_Check(it) || PyTuple_Check(it) || PyBool_Check(it)) {
+        PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, it);
+        if (!obj) throw PythonError{};
+        t = tensor_of(obj);
+        Py_DECREF(obj);
+      } else {
+        EMBER_FAIL(Index, "only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
+                   "valid indices (got ", Py_TYPE(it)->tp_name, ")");
+      }
+      if (t.dtype() == ScalarType::Bool || t.dtype() == ScalarType::UInt8) {
+        if (t.dim() == 0) {
+          r.view = ember::unsqueeze(r.view, dim);
+          adv.push_back({dim, empty_tensor({t.item().to_bool() ? 1 : 0}, ScalarType::Int64)});
+          if (t.item().to_bool()) ember::fill_(adv.back().second, Scalar(int64_t(0)));
+          ++dim;
+          continue;
+        }
+        for (int64_t d = 0; d < t.dim(); ++d)
+          EMBER_CHECK(dim + d < r.view.dim() && t.sizes()[d] == r.view.sizes()[dim + d], Index,
+                      "The shape of the mask ", t.sizes(), " at index ", d,
+                      " does not match the shape of the indexed tensor ", r.view.sizes(), " at index ", dim + d);
+        TensorList parts = mask_to_indices(t);
+        for (auto& p : parts) adv.push_back({dim++, p});
+      } else {
+        EMBER_CHECK(is_integral(t.dtype(), false), Index,
+                    "tensors used as indices must be long, int, byte or bool tensors");
+        adv.push_back({dim++, t});
+      }
+    }
+  }
+  if (!adv.empty()) {
+    r.has_advanced = true;
+    r.advanced.resize(adv.back().first + 1);
+    for (auto& [d, t] : adv) r.advanced[d] = t.dtype() == ScalarType::Int64 ? t : ember::to_dtype(t, ScalarType::Int64, false, false);
+  }
+  return r;
+}
+
+}  // namespace
+
+PyObject* tensor_getitem(PyObject* self, PyObject* index) {
+  EMBER_PY_BEGIN
+  const Tensor& t = tensor_of(self);
+  if (is_index_int(index)) {
+    EMBER_CHECK(t.dim() > 0, Index, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+    int64_t idx = arg_int(index), size = t.sizes()[0];
+    EMBER_CHECK(idx >= -size && idx < size, Index, "index ", idx, " is out of bounds for dimension 0 with size ", size);
+    return wrap(ember::select(t, 0, idx));
+  }
+  Indexed r = apply_index(t, index);
+  if (r.has_advanced) return wrap(ember::index(r.view, r.advanced));
+  if (r.view.is_same(t)) return wrap(ember::slice(t, 0, std::nullopt, std::nullopt, 1));  // x[...] is a new view
+  return wrap(r.view);
+  EMBER_PY_END
+}
+
+int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
+  try {
+    if (!value) { PyErr_SetString(PyExc_TypeError, "Tensor does not support item deletion"); return -1; }
+    const Tensor& t = tensor_of(self);
+    Indexed r = apply_index(t, index);
+    if (r.has_advanced) {
+      Tensor v = is_tensor(value) ? tensor_of(value) : scalar_tensor(arg_scalar(value), t.dtype());
+      ember::index_put_(r.view, r.advanced, v, false);
+    } else if (is_tensor(value)) {
+      ember::copy_(r.view, tensor_of(value), false);
+    } else if (is_number(value)) {
+      ember::fill_(r.view, arg_scalar(value));
+    } else {
+      PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, value);
+      if (!obj) return -1;
+      ember::copy_(r.view, tensor_of(obj), false);
+      Py_DECREF(obj);
+    }
+    return 0;
+  } catch (const PythonError&) {
+    return -1;
+  } catch (const std::exception& e) {
+    set_python_error(e);
+    return -1;
+  }
+}
+
+}  // namespace ember::python

@@ -1,0 +1,118 @@
+#pragma once
+// The glue every binding uses: the Python Tensor object, argument parsing
+// against generated specs, conversions, and C++ -> Python exception mapping.
+#include <Python.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/errors.h"
+#include "ember/generator.h"
+#include "ember/tensor.h"
+
+namespace ember::python {
+
+// ---------------------------------------------------------------- objects
+struct PyTensor {
+  PyObject_HEAD
+  Tensor tensor;
+  PyObject* dict;
+  PyObject* weakrefs;
+};
+extern PyTypeObject* TensorType;
+
+struct PyDType {
+  PyObject_HEAD
+  ScalarType dtype;
+};
+extern PyTypeObject* DTypeType;
+PyObject* dtype_object(ScalarType t);  // borrowed
+
+struct PyDevice {
+  PyObject_HEAD
+  Device device;
+};
+extern PyTypeObject* DeviceType;
+PyObject* device_object(Device d);  // new reference
+
+struct PyGenerator {
+  PyObject_HEAD
+  Generator* gen;
+  bool owned;
+};
+extern PyTypeObject* GeneratorType;
+
+inline bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, TensorType); }
+inline const Tensor& tensor_of(PyObject* o) { return reinterpret_cast<PyTensor*>(o)->tensor; }
+// A new Python object for `t` (None when undefined).
+PyObject* wrap(Tensor t);
+PyObject* wrap(const TensorList& ts);
+PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
+inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
+
+// ---------------------------------------------------------------- parsing
+enum class ArgType : uint8_t {
+  Tensor, TensorList, OptTensorList, Int, IntList, Float, Bool, Str, Scalar, ScalarType, Device, Generator
+};
+
+struct ParamSpec {
+  const char* name;
+  ArgType type;
+  bool optional;
+  bool kw_only;
+  bool has_default;
+  bool allow_number;  // a Python number is accepted for a Tensor
+  int list_size;      // int[1]: a lone int is accepted
+};
+
+struct OverloadSpec {
+  const char* display;  // the signature shown in TypeErrors
+  const ParamSpec* params;
+  int nparams;
+};
+
+constexpr int kMaxParams = 16;
+
+// Matches the call against each overload in turn; fills `out` with borrowed
+// objects (nullptr where the default applies) and returns the overload index.
+// Raises TypeError naming the accepted signatures when nothing matches.
+int parse_args(const char* name, const OverloadSpec* overloads, int n, PyObject* const* args, Py_ssize_t nargs,
+               PyObject* kwnames, PyObject** out);
+
+// Thrown when a Python exception is already set.
+struct PythonError {};
+
+Tensor arg_tensor(PyObject* o, bool allow_number = false);
+Tensor arg_opt_tensor(PyObject* o, bool allow_number = false);
+TensorList arg_tensor_list(PyObject* o);
+TensorList arg_opt_tensor_list(PyObject* o);
+int64_t arg_int(PyObject* o);
+std::optional<int64_t> arg_opt_int(PyObject* o);
+IntList arg_int_list(PyObject* o);
+std::optional<IntList> arg_opt_int_list(PyObject* o);
+double arg_double(PyObject* o);
+std::optional<double> arg_opt_double(PyObject* o);
+bool arg_bool(PyObject* o);
+std::optional<bool> arg_opt_bool(PyObject* o);
+std::string arg_str(PyObject* o);
+std::optional<std::string> arg_opt_str(PyObject* o);
+Scalar arg_scalar(PyObject* o);
+std::optional<Scalar> arg_opt_scalar(PyObject* o);
+ScalarType arg_dtype(PyObject* o);
+std::optional<ScalarType> arg_opt_dtype(PyObject* o);
+Device arg_device(PyObject* o);
+std::optional<Device> arg_opt_device(PyObject* o);
+Generator* arg_generator(PyObject* o);
+bool is_number(PyObject* o);
+
+// Maps a C++ exception to the matching Python exception.
+void set_python_error(const std::exception& e);
+
+}  // namespace ember::python
+
+#define EMBER_PY_BEGIN try {
+#define EMBER_PY_END                                                        \
+  }                                                                         \
+  catch (const ::ember::python::PythonError&) { return nullptr; }           \
+  catch (const std::exception& e) { ::ember::python::set_python_error(e); return nullptr; }

@@ -1,0 +1,435 @@
+// The Python Tensor type: a heap type holding an ember::Tensor, with the
+// generated op methods, Python operators mapped straight to C++ ops, and
+// the attributes PyTorch code reads (shape, dtype, grad, ...).
+#include "python_support.h"
+
+#include <structmember.h>
+
+#include "ember/autograd.h"
+#include "ember/ops.h"
+
+namespace ember::python {
+
+PyTypeObject* TensorType = nullptr;
+PyObject* g_size_type = nullptr;      // ember.Size, set from Python
+PyObject* g_legacy_new = nullptr;     // ember.Tensor(data) falls back to this
+
+PyObject* wrap(Tensor t) {
+  if (!t.defined()) Py_RETURN_NONE;
+  PyObject* obj = TensorType->tp_alloc(TensorType, 0);
+  if (!obj) throw PythonError{};
+  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
+  return obj;
+}
+
+PyObject* wrap(const TensorList& ts) {
+  PyObject* tup = PyTuple_New((Py_ssize_t)ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) PyTuple_SET_ITEM(tup, i, wrap(ts[i]));
+  return tup;
+}
+
+PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
+  PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(2);
+  PyObject* a = wrap(std::get<0>(ts));
+  PyObject* b = wrap(std::get<1>(ts));
+  if (type) { PyStructSequence_SetItem(out, 0, a); PyStructSequence_SetItem(out, 1, b); }
+  else { PyTuple_SET_ITEM(out, 0, a); PyTuple_SET_ITEM(out, 1, b); }
+  return out;
+}
+
+static PyObject* size_tuple(const DimVector& s) {
+  PyObject* tup = PyTuple_New((Py_ssize_t)s.size());
+  for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(s[i]));
+  if (!g_size_type) return tup;
+  PyObject* size = PyObject_CallOneArg(g_size_type, tup);
+  Py_DECREF(tup);
+  return size;
+}
+
+PyObject* get_grad_fn(PyObject* self, void*);  // module.cpp
+
+namespace {
+
+void tensor_dealloc(PyObject* self) {
+  auto* t = reinterpret_cast<PyTensor*>(self);
+  if (t->weakrefs) PyObject_ClearWeakRefs(self);
+  Py_CLEAR(t->dict);
+  t->tensor.~Tensor();
+  PyTypeObject* tp = Py_TYPE(self);
+  tp->tp_free(self);
+  Py_DECREF(tp);
+}
+
+PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  EMBER_PY_BEGIN
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  bool all_ints = !kwargs || PyDict_Size(kwargs) == 0;
+  for (Py_ssize_t i = 0; i < n && all_ints; ++i) all_ints = PyLong_Check(PyTuple_GET_ITEM(args, i));
+  Tensor t;
+  if (all_ints) {
+    IntList sizes(n);
+    for (Py_ssize_t i = 0; i < n; ++i) sizes[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(args, i));
+    t = empty_tensor(sizes, default_dtype());
+  } else {
+    if (!g_legacy_new) { PyErr_SetString(PyExc_TypeError, "Tensor(): expected sizes or data"); return nullptr; }
+    PyObject* r = PyObject_Call(g_legacy_new, args, kwargs);
+    if (!r) return nullptr;
+    t = tensor_of(r);
+    Py_DECREF(r);
+  }
+  PyObject* obj = type->tp_alloc(type, 0);
+  if (!obj) return nullptr;
+  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
+  return obj;
+  EMBER_PY_END
+}
+
+// Tensor._make_subclass(cls, data, requires_grad): nn.Parameter's constructor.
+PyObject* make_subclass(PyObject*, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject *cls, *data;
+  int requires_grad = 0;
+  if (!PyArg_ParseTuple(args, "OO!|p", &cls, TensorType, &data, &requires_grad)) return nullptr;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, TensorType)) {
+    PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must be a subclass of Tensor");
+    return nullptr;
+  }
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  PyObject* obj = tp->tp_alloc(tp, 0);
+  if (!obj) return nullptr;
+  Tensor t = detach_copy(tensor_of(data));
+  if (requires_grad) t.set_requires_grad(true);
+  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
+  return obj;
+  EMBER_PY_END
+}
+
+// ---------------------------------------------------------------- attributes
+#define SELF reinterpret_cast<PyTensor*>(self)->tensor
+PyObject* get_shape(PyObject* self, void*) { EMBER_PY_BEGIN return size_tuple(SELF.sizes()); EMBER_PY_END }
+PyObject* get_dtype(PyObject* self, void*) { PyObject* d = dtype_object(SELF.dtype()); Py_INCREF(d); return d; }
+PyObject* get_device(PyObject* self, void*) { return device_object(SELF.device()); }
+PyObject* get_ndim(PyObject* self, void*) { return PyLong_FromLongLong(SELF.dim()); }
+PyObject* get_is_cuda(PyObject* self, void*) { return PyBool_FromLong(SELF.device().is_cuda()); }
+PyObject* get_requires_grad(PyObject* self, void*) { return PyBool_FromLong(SELF.requires_grad()); }
+int set_requires_grad(PyObject* self, PyObject* v, void*) {
+  try {
+    if (!v || !PyBool_Check(v)) { PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool"); return -1; }
+    if (!SELF.is_leaf() && v == Py_False) {
+      PyErr_SetString(PyExc_RuntimeError, "you can only change requires_grad flags of leaf variables. If you want to "
+                      "use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+      return -1;
+    }
+    SELF.set_requires_grad(v == Py_True);
+    return 0;
+  } catch (const std::exception& e) { set_python_error(e); return -1; }
+}
+PyObject* get_grad(PyObject* self, void*) { return wrap(SELF.grad()); }
+int set_grad(PyObject* self, PyObject* v, void*) {
+  if (!v || v == Py_None) { if (SELF.impl()->autograd) SELF.set_grad(Tensor()); return 0; }
+  if (!is_tensor(v)) { PyErr_SetString(PyExc_TypeError, "assigned grad expected to be a Tensor or None"); return -1; }
+  const Tensor& g = tensor_of(v);
+  if (g.sizes() != SELF.sizes()) {
+    PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different size");
+    return -1;
+  }
+  SELF.set_grad(g);
+  return 0;
+}
+PyObject* get_is_leaf(PyObject* self, void*) { return PyBool_FromLong(SELF.is_leaf()); }
+PyObject* get_data(PyObject* self, void*) { EMBER_PY_BEGIN return wrap(detach_copy(SELF)); EMBER_PY_END }
+int set_data(PyObject* self, PyObject* v, void*) {
+  if (!v || !is_tensor(v)) { PyErr_SetString(PyExc_TypeError, "data must be a Tensor"); return -1; }
+  TensorImpl* dst = SELF.impl();
+  const Tensor& src = tensor_of(v);
+  dst->storage = src.impl()->storage;
+  dst->sizes = src.sizes();
+  dst->strides = src.strides();
+  dst->offset = src.offset();
+  dst->dtype = src.dtype();
+  dst->refresh_numel();
+  return 0;
+}
+PyObject* get_version(PyObject* self, void*) { return PyLong_FromUnsignedLong(SELF.version()); }
+PyObject* get_output_nr(PyObject* self, void*) { return PyLong_FromUnsignedLong(SELF.output_nr()); }
+PyObject* get_T(PyObject* self, void*) {
+  EMBER_PY_BEGIN
+  IntList dims(SELF.dim());
+  for (int64_t i = 0; i < SELF.dim(); ++i) dims[i] = SELF.dim() - 1 - i;
+  return wrap(ember::permute(SELF, dims));
+  EMBER_PY_END
+}
+
+PyGetSetDef getsets[] = {
+    {"shape", get_shape, nullptr, nullptr, nullptr},
+    {"dtype", get_dtype, nullptr, nullptr, nullptr},
+    {"device", get_device, nullptr, nullptr, nullptr},
+    {"ndim", get_ndim, nullptr, nullptr, nullptr},
+    {"is_cuda", get_is_cuda, nullptr, nullptr, nullptr},
+    {"requires_grad", get_requires_grad, set_requires_grad, nullptr, nullptr},
+    {"grad", get_grad, set_grad, nullptr, nullptr},
+    {"grad_fn", get_grad_fn, nullptr, nullptr, nullptr},
+    {"is_leaf", get_is_leaf, nullptr, nullptr, nullptr},
+    {"data", get_data, set_data, nullptr, nullptr},
+    {"_version", get_version, nullptr, nullptr, nullptr},
+    {"output_nr", get_output_nr, nullptr, nullptr, nullptr},
+    {"T", get_T, nullptr, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+// ---------------------------------------------------------------- methods
+PyObject* m_size(PyObject* self, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject* dim = Py_None;
+  if (!PyArg_ParseTuple(args, "|O", &dim)) return nullptr;
+  if (dim == Py_None) return size_tuple(SELF.sizes());
+  return PyLong_FromLongLong(SELF.size(arg_int(dim)));
+  EMBER_PY_END
+}
+PyObject* m_stride(PyObject* self, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject* dim = Py_None;
+  if (!PyArg_ParseTuple(args, "|O", &dim)) return nullptr;
+  if (dim == Py_None) {
+    PyObject* tup = PyTuple_New(SELF.dim());
+    for (int64_t i = 0; i < SELF.dim(); ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(SELF.strides()[i]));
+    return tup;
+  }
+  return PyLong_FromLongLong(SELF.stride(arg_int(dim)));
+  EMBER_PY_END
+}
+PyObject* m_dim(PyObject* self, PyObject*) { return PyLong_FromLongLong(SELF.dim()); }
+PyObject* m_numel(PyObject* self, PyObject*) { return PyLong_FromLongLong(SELF.numel()); }
+PyObject* scalar_to_py(const Scalar& s) {
+  if (s.is_bool()) return PyBool_FromLong(s.to_bool());
+  if (s.is_integral()) return PyLong_FromLongLong(s.to_int());
+  return PyFloat_FromDouble(s.to_double());
+}
+PyObject* m_item(PyObject* self, PyObject*) { EMBER_PY_BEGIN return scalar_to_py(SELF.item()); EMBER_PY_END }
+PyObject* m_data_ptr(PyObject* self, PyObject*) { return PyLong_FromVoidPtr(SELF.data_ptr()); }
+PyObject* m_element_size(PyObject* self, PyObject*) { return PyLong_FromSize_t(SELF.itemsize()); }
+PyObject* m_storage_offset(PyObject* self, PyObject*) { return PyLong_FromLongLong(SELF.offset()); }
+PyObject* m_is_contiguous(PyObject* self, PyObject*) { return PyBool_FromLong(SELF.is_contiguous()); }
+PyObject* m_is_floating_point(PyObject* self, PyObject*) { return PyBool_FromLong(is_floating(SELF.dtype())); }
+PyObject* m_requires_grad_(PyObject* self, PyObject* args, PyObject* kwargs) {
+  EMBER_PY_BEGIN
+  static const char* kw[] = {"requires_grad", nullptr};
+  int r = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p", const_cast<char**>(kw), &r)) return nullptr;
+  if (!r && !SELF.is_leaf())
+    EMBER_FAIL(Runtime, "you can only change requires_grad flags of leaf variables.");
+  SELF.set_requires_grad(r);
+  Py_INCREF(self);
+  return self;
+  EMBER_PY_END
+}
+PyObject* m_detach(PyObject* self, PyObject*) { EMBER_PY_BEGIN return wrap(detach_copy(SELF)); EMBER_PY_END }
+PyObject* m_detach_(PyObject* self, PyObject*) {
+  if (SELF.impl()->autograd) {
+    SELF.impl()->autograd->grad_fn.reset();
+    SELF.impl()->autograd->requires_grad = false;
+  }
+  Py_INCREF(self);
+  return self;
+}
+PyObject* m_retain_grad(PyObject* self, PyObject*) {
+  EMBER_PY_BEGIN
+  EMBER_CHECK(SELF.requires_grad(), Runtime, "can't retain_grad on Tensor that has requires_grad=False");
+  if (!SELF.is_leaf()) SELF.impl()->autograd_meta().retains_grad = true;
+  Py_RETURN_NONE;
+  EMBER_PY_END
+}
+PyObject* m_make_subclass(PyObject*, PyObject* args) { return make_subclass(nullptr, args); }
+
+PyMethodDef hand_written_methods[] = {
+    {"size", m_size, METH_VARARGS, "The shape, or the size of one dim."},
+    {"stride", m_stride, METH_VARARGS, "The strides, or the stride of one dim."},
+    {"dim", m_dim, METH_NOARGS, "The number of dims."},
+    {"ndimension", m_dim, METH_NOARGS, "The number of dims."},
+    {"numel", m_numel, METH_NOARGS, "The number of elements."},
+    {"nelement", m_numel, METH_NOARGS, "The number of elements."},
+    {"item", m_item, METH_NOARGS, "The value of a one-element tensor as a Python number."},
+    {"data_ptr", m_data_ptr, METH_NOARGS, "The address of the first element."},
+    {"element_size", m_element_size, METH_NOARGS, "Bytes per element."},
+    {"storage_offset", m_storage_offset, METH_NOARGS, "Offset into the storage, in elements."},
+    {"is_contiguous", m_is_contiguous, METH_NOARGS, "Whether the tensor is contiguous in row-major order."},
+    {"is_floating_point", m_is_floating_point, METH_NOARGS, "Whether the dtype is a floating point type."},
+    {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place."},
+    {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
+    {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
+    {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
+    {"_make_subclass", m_make_subclass, METH_VARARGS | METH_STATIC, "Creates a Tensor subclass sharing `data`."},
+    {nullptr, nullptr, 0, nullptr}};
+
+// ---------------------------------------------------------------- operators
+// Either operand may be the tensor (reflected operators); numbers become
+// wrapped 0-d tensors. Anything else is NotImplemented so Python tries the other side.
+bool operand(PyObject* o, Tensor& out) {
+  if (is_tensor(o)) { out = tensor_of(o); return true; }
+  if (is_number(o)) { out = wrap_number(arg_scalar(o)); return true; }
+  return false;
+}
+
+template <Tensor (*Op)(const Tensor&, const Tensor&)>
+PyObject* binary(PyObject* a, PyObject* b) {
+  EMBER_PY_BEGIN
+  Tensor x, y;
+  if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
+  return wrap(Op(x, y));
+  EMBER_PY_END
+}
+template <Tensor (*Op)(const Tensor&, const Tensor&)>
+PyObject* inplace(PyObject* a, PyObject* b) {
+  EMBER_PY_BEGIN
+  Tensor y;
+  if (!is_tensor(a) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
+  Op(tensor_of(a), y);
+  Py_INCREF(a);
+  return a;
+  EMBER_PY_END
+}
+Tensor add2(const Tensor& a, const Tensor& b) { return ember::add(a, b); }
+Tensor sub2(const Tensor& a, const Tensor& b) { return ember::sub(a, b); }
+Tensor add2_(const Tensor& a, const Tensor& b) { return ember::add_(a, b); }
+Tensor sub2_(const Tensor& a, const Tensor& b) { return ember::sub_(a, b); }
+Tensor bool_only(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.dtype() == ScalarType::Bool && b.dtype() == ScalarType::Bool, Type, op,
+              ": only bool tensors are supported (bitwise ops on integers are not implemented yet)");
+  return a;
+}
+Tensor and2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_and"); return ember::logical_and(a, b); }
+Tensor or2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_or"); return ember::logical_or(a, b); }
+Tensor xor2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_xor"); return ember::ne(a, b); }
+Tensor and2_(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_and_"); return ember::logical_and_(a, b); }
+Tensor or2_(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_or_"); return ember::logical_or_(a, b); }
+
+PyObject* nb_pow(PyObject* a, PyObject* b, PyObject*) { return binary<ember::pow>(a, b); }
+PyObject* nb_ipow(PyObject* a, PyObject* b, PyObject*) { return inplace<ember::pow_>(a, b); }
+PyObject* nb_neg(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::neg(tensor_of(a))); EMBER_PY_END }
+PyObject* nb_pos(PyObject* a) { Py_INCREF(a); return a; }
+PyObject* nb_abs(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::abs(tensor_of(a))); EMBER_PY_END }
+PyObject* nb_invert(PyObject* a) {
+  EMBER_PY_BEGIN
+  EMBER_CHECK(tensor_of(a).dtype() == ScalarType::Bool, Type,
+              "bitwise_not: only bool tensors are supported (bitwise ops on integers are not implemented yet)");
+  return wrap(ember::logical_not(tensor_of(a)));
+  EMBER_PY_END
+}
+int nb_bool(PyObject* a) {
+  try {
+    const Tensor& t = tensor_of(a);
+    EMBER_CHECK(t.numel() == 1, Runtime, "Boolean value of Tensor with ", t.numel() == 0 ? "no values" : "more than one value", " is ambiguous");
+    return t.item().to_bool();
+  } catch (const std::exception& e) { set_python_error(e); return -1; }
+}
+PyObject* nb_float(PyObject* a) {
+  EMBER_PY_BEGIN
+  const Tensor& t = tensor_of(a);
+  EMBER_CHECK(t.numel() == 1, Type, "only one element tensors can be converted to Python scalars");
+  return PyFloat_FromDouble(t.item().to_double());
+  EMBER_PY_END
+}
+PyObject* nb_int(PyObject* a) {
+  EMBER_PY_BEGIN
+  const Tensor& t = tensor_of(a);
+  EMBER_CHECK(t.numel() == 1, Type, "only one element tensors can be converted to Python scalars");
+  Scalar s = t.item();
+  if (s.is_floating()) return PyLong_FromDouble(s.to_double());
+  return PyLong_FromLongLong(s.to_int());
+  EMBER_PY_END
+}
+PyObject* nb_index(PyObject* a) {
+  EMBER_PY_BEGIN
+  const Tensor& t = tensor_of(a);
+  EMBER_CHECK(t.numel() == 1 && is_integral(t.dtype(), true), Type,
+              "only integer tensors of a single element can be converted to an index");
+  return PyLong_FromLongLong(t.item().to_int());
+  EMBER_PY_END
+}
+PyObject* richcompare(PyObject* a, PyObject* b, int op) {
+  EMBER_PY_BEGIN
+  Tensor x, y;
+  if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
+  switch (op) {
+    case Py_EQ: return wrap(ember::eq(x, y));
+    case Py_NE: return wrap(ember::ne(x, y));
+    case Py_LT: return wrap(ember::lt(x, y));
+    case Py_LE: return wrap(ember::le(x, y));
+    case Py_GT: return wrap(ember::gt(x, y));
+    case Py_GE: return wrap(ember::ge(x, y));
+  }
+  Py_RETURN_NOTIMPLEMENTED;
+  EMBER_PY_END
+}
+Py_hash_t tensor_hash(PyObject* self) { return (Py_hash_t)((uintptr_t)self >> 4); }
+Py_ssize_t sq_length(PyObject* self) {
+  const Tensor& t = SELF;
+  if (t.dim() == 0) { PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor"); return -1; }
+  return (Py_ssize_t)t.sizes()[0];
+}
+#undef SELF
+
+}  // namespace
+
+PyObject* tensor_getitem(PyObject* self, PyObject* index);            // indexing.cpp
+int tensor_setitem(PyObject* self, PyObject* index, PyObject* value);  // indexing.cpp
+void register_all_ops(std::vector<PyMethodDef>& functions, std::vector<PyMethodDef>& methods);
+
+// Builds the Tensor type with the generated methods; returns the module functions.
+std::vector<PyMethodDef>* create_tensor_type() {
+  static std::vector<PyMethodDef> functions, methods;
+  register_all_ops(functions, methods);
+  for (PyMethodDef* m = hand_written_methods; m->ml_name; ++m) methods.push_back(*m);
+  methods.push_back({nullptr, nullptr, 0, nullptr});
+  functions.push_back({nullptr, nullptr, 0, nullptr});
+
+  static PyMemberDef members[] = {
+      {"__dictoffset__", T_PYSSIZET, offsetof(PyTensor, dict), READONLY, nullptr},
+      {"__weaklistoffset__", T_PYSSIZET, offsetof(PyTensor, weakrefs), READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr}};
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, (void*)tensor_dealloc},
+      {Py_tp_new, (void*)tensor_new},
+      {Py_tp_methods, methods.data()},
+      {Py_tp_getset, getsets},
+      {Py_tp_members, members},
+      {Py_tp_richcompare, (void*)richcompare},
+      {Py_tp_hash, (void*)tensor_hash},
+      {Py_mp_subscript, (void*)tensor_getitem},
+      {Py_mp_ass_subscript, (void*)tensor_setitem},
+      {Py_mp_length, (void*)sq_length},
+      {Py_nb_add, (void*)binary<add2>},
+      {Py_nb_subtract, (void*)binary<sub2>},
+      {Py_nb_multiply, (void*)binary<ember::mul>},
+      {Py_nb_true_divide, (void*)binary<ember::true_divide>},
+      {Py_nb_floor_divide, (void*)binary<ember::floor_divide>},
+      {Py_nb_remainder, (void*)binary<ember::remainder>},
+      {Py_nb_power, (void*)nb_pow},
+      {Py_nb_matrix_multiply, (void*)binary<ember::matmul>},
+      {Py_nb_and, (void*)binary<and2>},
+      {Py_nb_or, (void*)binary<or2>},
+      {Py_nb_xor, (void*)binary<xor2>},
+      {Py_nb_inplace_add, (void*)inplace<add2_>},
+      {Py_nb_inplace_subtract, (void*)inplace<sub2_>},
+      {Py_nb_inplace_multiply, (void*)inplace<ember::mul_>},
+      {Py_nb_inplace_true_divide, (void*)inplace<ember::true_divide_>},
+      {Py_nb_inplace_floor_divide, (void*)inplace<ember::floor_divide_>},
+      {Py_nb_inplace_remainder, (void*)inplace<ember::remainder_>},
+      {Py_nb_inplace_power, (void*)nb_ipow},
+      {Py_nb_inplace_and, (void*)inplace<and2_>},
+      {Py_nb_inplace_or, (void*)inplace<or2_>},
+      {Py_nb_negative, (void*)nb_neg},
+      {Py_nb_positive, (void*)nb_pos},
+      {Py_nb_absolute, (void*)nb_abs},
+      {Py_nb_invert, (void*)nb_invert},
+      {Py_nb_bool, (void*)nb_bool},
+      {Py_nb_float, (void*)nb_float},
+      {Py_nb_int, (void*)nb_int},
+      {Py_nb_index, (void*)nb_index},
+      {0, nullptr}};
+  static PyType_Spec spec = {"ember.Tensor", sizeof(PyTensor), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
+  TensorType = (PyTypeObject*)PyType_FromSpec(&spec);
+  return &functions;
+}
+
+}  // namespace ember::python

@@ -1,0 +1,149 @@
+"""NumPy reference helpers that ops.yaml `ref:` expressions may call.
+
+Each mirrors PyTorch's semantics where NumPy's differ (0-d inputs, keepdim for a
+flattened argmax, squeeze of a non-1 dim, chunk sizes, ...).
+"""
+import math
+import warnings
+
+import numpy as np
+
+
+def _axis(dim, ndim):
+    return dim + max(ndim, 1) if dim < 0 else dim
+
+
+def _arg_extreme(fn, a, dim, keepdim):
+    a = np.asarray(a)
+    if dim is None:
+        idx = np.asarray(fn(a.reshape(-1)), dtype=np.int64)
+        return idx.reshape((1,) * a.ndim) if keepdim else idx
+    if a.ndim == 0:                      # PyTorch treats a 0-d tensor as having one dim of size 1
+        return np.zeros((), dtype=np.int64)
+    return np.asarray(fn(a, axis=_axis(dim, a.ndim), keepdims=keepdim), dtype=np.int64)
+
+
+def np_argmax(a, dim=None, keepdim=False):
+    """torch.argmax: the first index of the maximum; over the flattened input when dim is None."""
+    return _arg_extreme(np.argmax, a, dim, keepdim)
+
+
+def np_argmin(a, dim=None, keepdim=False):
+    return _arg_extreme(np.argmin, a, dim, keepdim)
+
+
+def np_squeeze(a, *dims):
+    """torch.squeeze: with dims, only those of size one go; others are left alone."""
+    a = np.asarray(a)
+    if not dims:
+        return np.squeeze(a)
+    flat = []
+    for d in dims:
+        flat += list(d) if isinstance(d, (list, tuple)) else [d]
+    axes = tuple(sorted({_axis(d, a.ndim) for d in flat if a.ndim and a.shape[_axis(d, a.ndim)] == 1}))
+    return np.squeeze(a, axis=axes) if axes else a
+
+
+def np_expand_shape(a, size):
+    """The shape Tensor.expand(size) gives: -1 keeps the input's size, aligned from the right."""
+    a = np.asarray(a)
+    size = list(size)
+    lead = len(size) - a.ndim
+    return tuple(a.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+
+
+def np_flatten(a, start=0, end=-1):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.reshape(1)
+    s, e = _axis(start, a.ndim), _axis(end, a.ndim)
+    return a.reshape(a.shape[:s] + (int(np.prod(a.shape[s:e + 1])),) + a.shape[e + 1:])
+
+
+def np_slice(a, dim=0, start=None, end=None, step=1):
+    a = np.asarray(a)
+    index = [slice(None)] * a.ndim
+    index[_axis(dim, a.ndim)] = slice(start, end, step)
+    return a[tuple(index)]
+
+
+def np_split(a, size_or_sizes, dim=0):
+    """torch.split: pieces of `size` (the last may be shorter), or of the given sizes."""
+    a = np.asarray(a)
+    dim = _axis(dim, a.ndim)
+    n = a.shape[dim]
+    if isinstance(size_or_sizes, (list, tuple)):
+        sizes = list(size_or_sizes)
+    else:
+        sizes = [size_or_sizes] * (n // size_or_sizes) + ([n % size_or_sizes] if n % size_or_sizes else [])
+        sizes = sizes or [0]
+    out, start = [], 0
+    for s in sizes:
+        out.append(np_slice(a, dim, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def np_chunk(a, chunks, dim=0):
+    """torch.chunk: pieces of ceil(n / chunks); there may be fewer than `chunks`."""
+    a = np.asarray(a)
+    n = a.shape[_axis(dim, a.ndim)]
+    return np_split(a, max(1, math.ceil(n / chunks)), dim)
+
+
+def np_unbind(a, dim=0):
+    a = np.asarray(a)
+    dim = _axis(dim, a.ndim)
+    return tuple(np.take(a, i, axis=dim) for i in range(a.shape[dim]))
+
+
+def np_softmax(a, dim):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return np.ones_like(a)
+    if a.size == 0:
+        return a.copy()
+    m = np.max(a, axis=dim, keepdims=True)
+    e = np.exp(a - m)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def np_log_softmax(a, dim):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return np.zeros_like(a)
+    if a.size == 0:
+        return a.copy()
+    m = np.max(a, axis=dim, keepdims=True)
+    s = a - m
+    return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
+
+
+def np_trunc_divide(a, b):
+    """Division rounded towards zero; integers stay integers."""
+    a, b = np.asarray(a), np.asarray(b)
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        q = np.floor_divide(a, b)
+        fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        return (q + fix).astype(q.dtype)
+    return np.trunc(a / b)
+
+
+HELPERS = {
+    "np": np,
+    "np_argmax": np_argmax, "np_argmin": np_argmin, "np_squeeze": np_squeeze,
+    "np_expand_shape": np_expand_shape, "np_flatten": np_flatten, "np_slice": np_slice,
+    "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
+    "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
+    "np_trunc_divide": np_trunc_divide,
+}
+
+
+def eval_ref(expr, names):
+    """Evaluates a `ref:` expression; NumPy's warnings (overflow in 0-d uint8, nan means) are noise here."""
+    scope = dict(HELPERS)
+    scope.update(names)
+    scope["__builtins__"] = __builtins__
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return eval(expr, scope)

@@ -1,0 +1,229 @@
+"""mm, bmm and dot on the CPU (OpenBLAS) against NumPy: dtypes, transposed and
+strided operands, empty and k=0 products, and PyTorch's error messages."""
+import numpy as np
+import pytest
+
+import ember
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+NP = {"float16": np.float16, "bfloat16": np.float32, "float32": np.float32, "float64": np.float64,
+      "int64": np.int64, "int32": np.int32}
+TOL = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-5, "float64": 1e-12}
+
+
+def round_bf16(a):
+    a = np.asarray(a, dtype=np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
+def values(shape, dtype, rng):
+    """Random values exactly representable in `dtype` (so the reference sees what ember sees)."""
+    a = rng.uniform(-1, 1, size=shape).astype(np.float32)
+    if dtype == "float16":
+        return a.astype(np.float16).astype(np.float64)
+    if dtype == "bfloat16":
+        return round_bf16(a).astype(np.float64)
+    if dtype == "float64":
+        return rng.uniform(-1, 1, size=shape)
+    return a.astype(np.float64)
+
+
+def tensor(a, dtype):
+    t = ember.from_numpy(np.ascontiguousarray(np.asarray(a).astype(NP[dtype])))
+    return t.to(ember.bfloat16) if dtype == "bfloat16" else t
+
+
+def numpy(t):
+    if t.dtype == ember.bfloat16:
+        t = t.float()
+    return np.array(t.numpy()).astype(np.float64)
+
+
+def layout(a, dtype, kind):
+    """`a`'s values as a contiguous tensor, a transpose of a contiguous one, or every other row of a taller one."""
+    if kind == "contig":
+        return tensor(a, dtype)
+    if kind == "transposed":
+        return ember.transpose(tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype), -1, -2)
+    if kind == "strided":     # every other row: a leading dimension larger than the row (BLAS takes it as is)
+        base = np.repeat(a, 2, axis=-2)
+        return ember.slice(tensor(base, dtype), a.ndim - 2, None, None, 2)
+    if kind == "colstrided":  # every other column: inner stride 2 (copied before BLAS)
+        base = np.repeat(a, 2, axis=-1)
+        return ember.slice(tensor(base, dtype), a.ndim - 1, None, None, 2)
+    raise ValueError(kind)
+
+
+def close(t, ref, dtype, k=1):
+    tol = TOL[dtype] * max(1.0, np.sqrt(k))
+    np.testing.assert_allclose(numpy(t), ref, rtol=tol, atol=tol)
+
+
+KINDS = ["contig", "transposed", "strided", "colstrided"]
+
+
+# ---------------------------------------------------------------- mm
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ka", KINDS)
+@pytest.mark.parametrize("kb", KINDS)
+def test_mm_layouts(dtype, ka, kb):
+    rng = np.random.default_rng(0)
+    a, b = values((5, 7), dtype, rng), values((7, 3), dtype, rng)
+    r = ember.mm(layout(a, dtype, ka), layout(b, dtype, kb))
+    assert r.dtype == getattr(ember, dtype) and tuple(r.shape) == (5, 3)
+    assert r.is_contiguous()
+    close(r, a @ b, dtype, 7)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 5, 1), (4, 1, 6), (1, 8, 9), (9, 8, 1), (33, 17, 65)])
+def test_mm_shapes(dtype, m, k, n):
+    rng = np.random.default_rng(1)
+    a, b = values((m, k), dtype, rng), values((k, n), dtype, rng)
+    close(ember.mm(tensor(a, dtype), tensor(b, dtype)), a @ b, dtype, k)
+    # Transposed operands of degenerate shapes.
+    at = ember.transpose(tensor(np.ascontiguousarray(a.T), dtype), 0, 1)
+    bt = ember.transpose(tensor(np.ascontiguousarray(b.T), dtype), 0, 1)
+    close(ember.mm(at, bt), a @ b, dtype, k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mm_empty(dtype):
+    r = ember.mm(tensor(np.zeros((0, 4)), dtype), tensor(np.ones((4, 2)), dtype))
+    assert tuple(r.shape) == (0, 2) and r.dtype == getattr(ember, dtype)
+    r = ember.mm(tensor(np.ones((3, 4)), dtype), tensor(np.ones((4, 0)), dtype))
+    assert tuple(r.shape) == (3, 0)
+    r = ember.mm(tensor(np.ones((3, 0)), dtype), tensor(np.ones((0, 2)), dtype))
+    assert tuple(r.shape) == (3, 2)
+    np.testing.assert_array_equal(numpy(r), np.zeros((3, 2)))
+
+
+def test_mm_large_float32_and_method():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 250)).astype(np.float32)
+    ta, tb = tensor(a, "float32"), tensor(b, "float32")
+    np.testing.assert_allclose(numpy(ta.mm(tb)), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    # A transposed operand: (b.T).T @ ... through the transpose flag.
+    tbt = ember.transpose(tensor(np.ascontiguousarray(b.T), "float32"), 0, 1)
+    np.testing.assert_allclose(numpy(ember.mm(ta, tbt)), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_mm_expanded_operand():
+    row = tensor(np.array([[1.0, 2.0, 3.0]]), "float64")
+    a = ember.expand(row, [4, 3])            # stride 0 along dim 0
+    b = tensor(np.arange(6.0).reshape(3, 2), "float64")
+    np.testing.assert_allclose(numpy(ember.mm(a, b)), np.tile([[1.0, 2.0, 3.0]], (4, 1)) @ np.arange(6.0).reshape(3, 2))
+
+
+def test_mm_errors():
+    m = tensor(np.ones((2, 3)), "float32")
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
+        ember.mm(tensor(np.ones(3), "float32"), m)
+    with pytest.raises(RuntimeError, match="mat2 must be a matrix"):
+        ember.mm(m, tensor(np.ones(3), "float32"))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"):
+        ember.mm(m, tensor(np.ones((4, 5)), "float32"))
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: float != double"):
+        ember.mm(m, tensor(np.ones((3, 2)), "float64"))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        ember.mm(m, tensor(np.ones((3, 2)), "int64"))
+
+
+# ---------------------------------------------------------------- bmm
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ka", KINDS)
+@pytest.mark.parametrize("kb", ["contig", "transposed", "strided"])
+def test_bmm_layouts(dtype, ka, kb):
+    rng = np.random.default_rng(3)
+    a, b = values((3, 4, 5), dtype, rng), values((3, 5, 2), dtype, rng)
+    r = ember.bmm(layout(a, dtype, ka), layout(b, dtype, kb))
+    assert r.dtype == getattr(ember, dtype) and tuple(r.shape) == (3, 4, 2)
+    close(r, a @ b, dtype, 5)
+
+
+def test_bmm_batch_noncontiguous():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 3, 5))
+    b = rng.standard_normal((4, 5, 2))
+    # Batch as the last dim in memory: permute a (3, 5, 4) base.
+    ta = ember.permute(tensor(np.ascontiguousarray(a.transpose(1, 2, 0)), "float64"), [2, 0, 1])
+    # Every other batch of a doubled base.
+    tb = ember.slice(tensor(np.repeat(b, 2, axis=0), "float64"), 0, None, None, 2)
+    np.testing.assert_allclose(numpy(ember.bmm(ta, tb)), a @ b, rtol=1e-12, atol=1e-12)
+    # Broadcast batch (stride 0).
+    one = tensor(b[:1], "float64")
+    np.testing.assert_allclose(numpy(ember.bmm(ta, ember.expand(one, [4, 5, 2]))), a @ b[:1], rtol=1e-12, atol=1e-12)
+
+
+def test_bmm_empty_and_k0():
+    r = ember.bmm(tensor(np.ones((0, 2, 3)), "float32"), tensor(np.ones((0, 3, 2)), "float32"))
+    assert tuple(r.shape) == (0, 2, 2)
+    r = ember.bmm(tensor(np.ones((2, 0, 3)), "float32"), tensor(np.ones((2, 3, 4)), "float32"))
+    assert tuple(r.shape) == (2, 0, 4)
+    r = ember.bmm(tensor(np.ones((2, 3, 0)), "float64"), tensor(np.ones((2, 0, 4)), "float64"))
+    assert tuple(r.shape) == (2, 3, 4)
+    np.testing.assert_array_equal(numpy(r), np.zeros((2, 3, 4)))
+
+
+def test_bmm_many_small():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((500, 4, 3)).astype(np.float32)
+    b = rng.standard_normal((500, 3, 6)).astype(np.float32)
+    np.testing.assert_allclose(numpy(tensor(a, "float32").bmm(tensor(b, "float32"))), a.astype(np.float64) @ b,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_bmm_errors():
+    b3 = tensor(np.ones((2, 3, 4)), "float32")
+    with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
+        ember.bmm(tensor(np.ones((3, 4)), "float32"), b3)
+    with pytest.raises(RuntimeError, match="batch2 must be a 3D tensor"):
+        ember.bmm(b3, tensor(np.ones((4, 2)), "float32"))
+    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 tensor to be: \[2, 4\] "
+                                           r"but got: \[3, 4\]\."):
+        ember.bmm(b3, tensor(np.ones((3, 4, 5)), "float32"))
+    with pytest.raises(RuntimeError, match=r"batch2 tensor to be: \[2, 4\] but got: \[2, 3\]"):
+        ember.bmm(b3, tensor(np.ones((2, 3, 5)), "float32"))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        ember.bmm(b3, tensor(np.ones((2, 4, 5)), "float64"))
+
+
+# ---------------------------------------------------------------- dot
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 5, 1000])
+def test_dot(dtype, n):
+    rng = np.random.default_rng(6)
+    a, b = values((n,), dtype, rng), values((n,), dtype, rng)
+    r = ember.dot(tensor(a, dtype), tensor(b, dtype))
+    assert r.dtype == getattr(ember, dtype) and tuple(r.shape) == ()
+    close(r, np.dot(a, b), dtype, n)
+    # Strided operands: every other element of a doubled vector.
+    sa = ember.slice(tensor(np.repeat(a, 2), dtype), 0, None, None, 2)
+    sb = ember.slice(tensor(np.repeat(b, 2), dtype), 0, None, None, 2)
+    close(sa.dot(sb), np.dot(a, b), dtype, n)
+
+
+def test_dot_empty_and_expanded():
+    r = ember.dot(tensor(np.zeros(0), "float32"), tensor(np.zeros(0), "float32"))
+    assert tuple(r.shape) == () and r.item() == 0.0
+    x = ember.expand(tensor(np.array([2.0]), "float64"), [5])
+    y = tensor(np.arange(5.0), "float64")
+    assert ember.dot(x, y).item() == 20.0
+    assert ember.dot(y, x).item() == 20.0
+
+
+def test_dot_errors():
+    v3 = tensor(np.ones(3), "float32")
+    with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 1D tensors"):
+        ember.dot(tensor(np.ones((3, 1)), "float32"), v3)
+    with pytest.raises(RuntimeError, match=r"inconsistent tensor size, expected tensor \[3\] and src \[4\] to have "
+                                           r"the same number of elements"):
+        ember.dot(v3, tensor(np.ones(4), "float32"))
+    with pytest.raises(RuntimeError, match="expected both vectors to have same dtype, but found Float and Double"):
+        ember.dot(v3, tensor(np.ones(3), "float64"))

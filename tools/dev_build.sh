@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Incremental development build without pip: configures once, rebuilds what
+# changed, and stages an importable package at BUILD_DIR/pkg.
+#   tools/dev_build.sh [BUILD_DIR]   then   PYTHONPATH=BUILD_DIR/pkg python ...
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath -m "${1:-$root/build/dev}")
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$(command -v python3)" \
+    -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
+fi
+cmake --build "$build"
+mkdir -p "$build/pkg"
+ln -sfn "$root/python/ember" "$build/pkg/ember.src"
+# The package directory mixes the sources (symlinked) with the built module.
+pkg="$build/pkg/ember"
+mkdir -p "$pkg"
+for f in "$root"/python/ember/*; do ln -sfn "$f" "$pkg/$(basename "$f")"; done
+ln -sfn "$build"/_C*.so "$pkg/"
+ln -sfn "$build/generated/_C.pyi" "$pkg/_C.pyi"
+rm -f "$build/pkg/ember.src"
