@@ -1,0 +1,148 @@
+"""Malformed specs fail the build with `file:line: message`, one test per kind of mistake."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from codegen.errors import SpecError  # noqa: E402
+from codegen.model import load_model  # noqa: E402
+
+GOOD_OP = """\
+- func: mul(Tensor self, Tensor other) -> Tensor
+  kind: pointwise
+  promote: common
+  dtypes: all
+  scalar: self * other
+  doc: Multiplies.
+"""
+HEADER = """\
+dtype_sets:
+  floating: [float32, float64]
+  all: floating + [int64, bool]
+ops:
+"""
+
+
+def load(tmp_path, ops_body, derivs=""):
+    ops = tmp_path / "ops.yaml"
+    der = tmp_path / "derivatives.yaml"
+    ops.write_text(HEADER + textwrap.dedent(ops_body))
+    der.write_text(textwrap.dedent(derivs))
+    return load_model(ops, der)
+
+
+def error_of(tmp_path, ops_body, derivs=""):
+    with pytest.raises(SpecError) as e:
+        load(tmp_path, ops_body, derivs)
+    return str(e.value)
+
+
+def test_valid_spec_loads(tmp_path):
+    model = load(tmp_path, GOOD_OP, "- op: mul\n  self: grad * other\n  other: grad * self\n")
+    (op,) = model.ops
+    assert op.name == "mul" and op.derive == ["inplace", "out"]
+    assert op.dtypes == ["bool", "int64", "float32", "float64"]
+    assert set(op.derivative.formulas) == {"self", "other"}
+
+
+def test_unknown_type(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("Tensor other", "Tensr other"))
+    assert msg.startswith("ops.yaml:5: ") and "unknown type 'Tensr'" in msg
+
+
+def test_bad_default(tmp_path):
+    body = GOOD_OP.replace("Tensor other)", "Tensor other, int k=1.5)")
+    msg = error_of(tmp_path, body)
+    assert msg.startswith("ops.yaml:5: ") and "bad default 1.5" in msg
+
+
+def test_none_default_needs_optional(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("Tensor other)", "Tensor other, int k=None)"))
+    assert msg.startswith("ops.yaml:5: ") and "optional" in msg
+
+
+def test_unknown_name_in_scalar_expression(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("scalar: self * other", "scalar: self * othr"))
+    assert msg.startswith("ops.yaml:9: ") and "unknown name 'othr'" in msg
+
+
+def test_unknown_function_in_scalar_expression(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("scalar: self * other", "scalar: frobnicate(self)"))
+    assert msg.startswith("ops.yaml:9: ") and "unknown function 'frobnicate'" in msg
+
+
+def test_syntax_error_in_expression(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("scalar: self * other", "scalar: self * (other"))
+    assert msg.startswith("ops.yaml:9: ") and "syntax error" in msg
+
+
+def test_duplicate_op(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP + GOOD_OP)
+    assert msg.startswith("ops.yaml:11: ") and "duplicate op 'mul'" in msg and "line 5" in msg
+
+
+def test_unknown_dtype_set(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("dtypes: all", "dtypes: reals"))
+    assert msg.startswith("ops.yaml:8: ") and "unknown dtype set 'reals'" in msg
+
+
+def test_unknown_dtype_in_list(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("dtypes: all", "dtypes: [float32, float128]"))
+    assert msg.startswith("ops.yaml:8: ") and "unknown dtype 'float128'" in msg
+
+
+def test_unknown_key(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP + "  flavour: sweet\n")
+    assert msg.startswith("ops.yaml:11: ") and "unknown key 'flavour'" in msg
+
+
+def test_pointwise_without_scalar(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP.replace("  scalar: self * other\n", ""))
+    assert msg.startswith("ops.yaml:5: ") and "needs `scalar:`" in msg
+
+
+def test_derivative_of_unknown_op(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP, "- op: mull\n  self: grad\n")
+    assert msg.startswith("derivatives.yaml:1: ") and "unknown op 'mull'" in msg
+
+
+def test_derivative_of_unknown_argument(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP, "- op: mul\n  self: grad * other\n  othr: grad\n")
+    assert msg.startswith("derivatives.yaml:3: ") and "has no argument 'othr'" in msg
+
+
+def test_unknown_name_in_formula(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP, "- op: mul\n  self: grad * othr\n")
+    assert msg.startswith("derivatives.yaml:2: ") and "unknown name 'othr'" in msg
+
+
+def test_unknown_function_in_formula(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP, "- op: mul\n  self: frobnicate(grad)\n")
+    assert msg.startswith("derivatives.yaml:2: ") and "unknown function 'frobnicate'" in msg
+
+
+def test_duplicate_derivative(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP, "- op: mul\n  self: grad\n- op: mul\n  self: grad\n")
+    assert msg.startswith("derivatives.yaml:3: ") and "duplicate derivative" in msg
+
+
+def test_cli_reports_error_and_fails(tmp_path):
+    (tmp_path / "ops.yaml").write_text(HEADER + GOOD_OP.replace("dtypes: all", "dtypes: reals"))
+    (tmp_path / "derivatives.yaml").write_text("")
+    r = subprocess.run([sys.executable, "-m", "codegen", "--ops", str(tmp_path / "ops.yaml"), "--derivatives",
+                        str(tmp_path / "derivatives.yaml"), "--out", str(tmp_path / "gen")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "ops.yaml:8: " in r.stderr and "unknown dtype set 'reals'" in r.stderr
+
+
+def test_repository_specs_generate(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",
+                        "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "gen" / "ember" / "ops.h").exists() and (tmp_path / "gen" / "_C.pyi").exists()
