@@ -177,10 +177,14 @@ void TensorIterator::compute_layout(const DimVector& shape, int order_by) {
   const Tensor& o = operands_[order_by];
   const int o_off = nd - (int)o.dim();
   auto out_stride = [&](int64_t d) { return d - o_off < 0 ? 0 : o.strides()[d - o_off]; };
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-    if (shape[a] == 1 || shape[b] == 1) return false;
-    return out_stride(a) < out_stride(b);
-  });
+  // Insertion sort: stable, allocation-free, and ranks are tiny.
+  for (int i = 1; i < nd; ++i) {
+    for (int j = i; j > 0; --j) {
+      int64_t a = perm[j - 1], b = perm[j];
+      if (shape[a] == 1 || shape[b] == 1 || out_stride(b) >= out_stride(a)) break;
+      std::swap(perm[j - 1], perm[j]);
+    }
+  }
   shape_.resize(nd);
   for (int d = 0; d < nd; ++d) shape_[d] = shape[perm[d]];
   for (int t = 0; t < ntensors_; ++t) {
