@@ -147,6 +147,9 @@ class OpGen:
             "inits": ", ".join(inits),
             "body": body,
             "input_ptrs": ", ".join(f"&{p.name}" for p in inputs),
+            "promote_scalars": ", ".join(
+                (f"{p.name} ? &*{p.name} : nullptr" if p.type.optional else f"&{p.name}")
+                for p in self.scalar_params if not p.kw_only),
             "scalar_params": params_decl(self.scalar_params),
             "scalar_args": args_list(self.scalar_params),
             "dtypes_cpp": [(DTYPE_ENUM[d], DTYPE_CPP[d]) for d in op.dtypes],

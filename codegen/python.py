@@ -131,7 +131,7 @@ def python_groups(model, ops):
             has_out = "out" in op.derive and not inplace
             shown = params + ([_out_param()] if has_out else [])
             ov = Overload(op, form, params, _display(pyname, shown, form == "function"))
-            if op.kind == "pointwise":
+            if op.kind in ("pointwise", "composite") and any(p.type.is_tensor for p in op.sig.params):
                 tensor_names = [p.name for p in op.sig.params if p.type.is_tensor]
                 first = tensor_names[0] if form == "function" else "self"
                 ov.allow_number = {n for n in tensor_names if n != first}

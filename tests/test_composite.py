@@ -8,7 +8,7 @@ import ember
 
 
 def t_(a):
-    return ember.from_numpy(np.ascontiguousarray(a))
+    return ember.from_numpy(np.array(a, order="C"))
 
 
 def np_(t):
@@ -28,7 +28,15 @@ def test_div_true():
     r = ember.div(t_(np.array([7, -7, 3])), t_(np.array([2, 2, -4])))
     assert r.dtype == ember.float32
     np.testing.assert_allclose(np_(r), [3.5, -3.5, -0.75])
+
+
+def test_div_python_number():
+    a = np.array([7.0, -7.0, 5.5], dtype=np.float32)
     np.testing.assert_allclose(np_(t_(a).div(2)), a / 2)
+    np.testing.assert_allclose(np_(ember.div(t_(a), 2, rounding_mode="floor")), np.floor_divide(a, 2))
+    r = ember.div(t_(np.array([7, -7])), 2, rounding_mode="trunc")
+    assert r.dtype == ember.int64
+    np.testing.assert_array_equal(np_(r), [3, -3])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
@@ -83,7 +91,7 @@ def test_div_grad():
     ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
     ((5, 2, 3), (3, 4)), ((5, 2, 3), (3,)), ((3,), (5, 3, 4)), ((2, 3), (5, 3, 4)),
     ((5, 2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)), ((1, 2, 3), (6, 3, 4)), ((2, 1, 4, 3), (1, 5, 3, 2)),
-    ((4, 3), (2, 3, 1)), ((0, 3), (3, 4)), ((2, 0), (0, 3)), ((7, 2, 3), (3,)), ((2, 2, 3), (2, 3)),
+    ((4, 3), (2, 3, 1)), ((0, 3), (3, 4)), ((2, 0), (0, 3)), ((7, 2, 3), (3,)), ((2, 2, 3), (3, 2)),
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matmul(sa, sb, dtype):
@@ -226,6 +234,12 @@ def test_var_std_methods_and_float32():
     np.testing.assert_allclose(np_(x.var()), np.var(a, ddof=1), rtol=1e-5)
     np.testing.assert_allclose(np_(x.std(1)), np.std(a, axis=1, ddof=1), rtol=1e-5)
     assert x.var().dtype == ember.float32
+    for dt in [ember.float16, ember.bfloat16]:
+        h = x.to(dt)
+        ref = np.array(h.float().numpy(), dtype=np.float64)
+        assert h.var().dtype == dt and h.std(0).dtype == dt
+        np.testing.assert_allclose(np_(h.var(1).float()), np.var(ref, axis=1, ddof=1), rtol=1e-2)
+        np.testing.assert_allclose(np_(h.std(0).float()), np.std(ref, axis=0, ddof=1), rtol=1e-2)
 
 
 def test_var_std_edge_cases():
@@ -481,12 +495,12 @@ def test_to_dtype_and_copy():
     y = x.to(ember.int64)
     assert y.dtype == ember.int64
     np.testing.assert_array_equal(np_(y), [1, -2, 0])
-    assert x.to(ember.float32) is x
+    assert x.to(ember.float32).data_ptr() == x.data_ptr()  # itself: no copy
     z = x.to(ember.float32, copy=True)
-    assert z is not x
+    assert z.data_ptr() != x.data_ptr()
     z.fill_(5)
     np.testing.assert_array_equal(np_(x), a)
-    assert x.to("cpu") is x
+    assert x.to("cpu").data_ptr() == x.data_ptr()
     w = x.to(t_(np.zeros(1, dtype=np.float64)))
     assert w.dtype == ember.float64
     np.testing.assert_allclose(np_(w), a.astype(np.float64))

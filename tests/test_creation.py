@@ -321,3 +321,23 @@ def test_randint_errors():
         ember.randint(5, 5, (3,))
     with pytest.raises(RuntimeError, match="from=0 >= to=0"):
         ember.randint(0, (3,))
+
+
+def test_cuda_device_argument():
+    factories = [lambda d: ember.zeros(2, device=d), lambda d: ember.ones(2, device=d),
+                 lambda d: ember.full((2,), 1.0, device=d), lambda d: ember.empty(2, device=d),
+                 lambda d: ember.arange(3, device=d), lambda d: ember.linspace(0, 1, 3, device=d),
+                 lambda d: ember.eye(2, device=d), lambda d: ember.rand(2, device=d),
+                 lambda d: ember.randn(2, device=d), lambda d: ember.randint(0, 3, (2,), device=d)]
+    for fn in factories:
+        assert fn("cpu").device.type == "cpu"
+        assert fn(ember.device("cpu")).device.type == "cpu"
+        if ember.cuda.is_available():
+            assert fn("cuda").device.type == "cuda"
+        else:
+            with pytest.raises(RuntimeError, match="CUDA is not available"):
+                fn("cuda")
+    x = ember.ones(2)
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match=r"to\(\): CUDA is not available"):
+            x.to("cuda")

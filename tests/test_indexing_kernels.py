@@ -17,7 +17,7 @@ def tensor(a, dtype=None):
     a = np.asarray(a)
     if dtype is not None:
         a = a.astype(NP[dtype])
-    t = ember.from_numpy(np.ascontiguousarray(a))
+    t = ember.from_numpy(np.array(a, order="C"))
     return t.to(ember.bfloat16) if dtype == "bfloat16" else t
 
 
@@ -95,7 +95,7 @@ def test_index_noncontiguous_self_and_indices():
                            ([A([0, 2, 1]), None, A([0, 2, 1])], [i, None, i])):
         np.testing.assert_array_equal(numpy(ember.index(t, idx_em)), x[numpy_key(idx_np)])
     # An expanded (stride-0) index.
-    e = ember.expand(tensor(A([[2], [0]])), [2, 3])
+    e = tensor(A([[2], [0]])).expand([2, 3])
     np.testing.assert_array_equal(numpy(ember.index(t, [None, e])), x[:, np.array([[2, 2, 2], [0, 0, 0]])])
 
 
@@ -242,10 +242,10 @@ def test_index_put_noncontiguous_self_and_values():
     x = np.arange(24.0).reshape(4, 6)
     base = tensor(np.ascontiguousarray(x.T))
     t = ember.transpose(base, 0, 1)                # a view with x's values
-    v = ember.transpose(tensor(np.ascontiguousarray(np.full((2, 4), -1.0).T)), 0, 1)
+    v = ember.transpose(tensor(np.arange(8.0).reshape(2, 4)), 0, 1)    # (4, 2), not contiguous
     t.index_put_([None, tensor(A([5, 0]))], v)
     ref = x.copy()
-    ref[:, [5, 0]] = -1
+    ref[:, [5, 0]] = np.arange(8.0).reshape(2, 4).T
     np.testing.assert_array_equal(numpy(t), ref)
     np.testing.assert_array_equal(numpy(base), ref.T)   # written through the view
     # A strided slice of a larger tensor.
@@ -276,7 +276,7 @@ def test_index_put_errors():
     with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to "
                                            r"indexing result of shape \[2, 4\]"):
         t.index_put_([tensor(A([0, 1]))], tensor(np.ones(3)))
-    e = ember.expand(tensor(np.zeros((1, 4))), [3, 4])
+    e = tensor(np.zeros((1, 4))).expand([3, 4])
     with pytest.raises(RuntimeError, match="unsupported operation"):
         e.index_put_([tensor(A([0]))], tensor(A(1.0)))
 

@@ -7,6 +7,10 @@ a dtype the op does not declare. See tests/harness/ for how each part works.
 
     python -m pytest tests/test_ops.py -q                 # everything
     python -m pytest tests/test_ops.py -q -k "add-"       # one op
+
+The harness never imports torch. To check the harness itself against PyTorch, put
+on PYTHONPATH a throwaway package `ember` that re-exports torch (plus the few
+ember-only names: _div_trunc, slice, ...) and sets `_is_torch_shim = True`.
 """
 import numpy as np
 import pytest
@@ -17,7 +21,7 @@ from harness.dtypes import TensorInfo, result_type
 from harness.gradcheck import gradcheck
 from harness.lint import lint
 from harness.run import check_forward, check_inplace, check_out, check_undeclared
-from harness.spec import load_spec
+from harness.spec import parse_func, resolve_dtypes, load_spec
 from harness.tensors import dtype_name, make_tensor, to_numpy  # noqa: F401  (module-level helpers)
 
 # PyTorch's own warnings for legal calls: var/std over too few elements for the
@@ -100,3 +104,14 @@ def test_wrapped_number_promotion(name, dtype, other, number, expected):
         info = TensorInfo(other_dtype, ndim)
     assert result_type([TensorInfo(dtype, 2), info]) == expected      # the harness's own rule
     assert dtype_name(ember.mul(a, b).dtype) == expected
+
+
+def test_harness_reads_dtype_sets_and_signatures():
+    sets = {"floating": ["float32", "float64"], "integral": ["int32"], "numeric": "floating + integral"}
+    assert resolve_dtypes("numeric + [bool]", sets) == ["float32", "float64", "int32", "bool"]
+    name, overload, params, returns = parse_func(
+        "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+    assert (name, overload, [p.name for p in params]) == ("max", "dim", ["self", "dim", "keepdim"])
+    assert params[2].default is False and returns == [("Tensor", "values"), ("Tensor", "indices")]
+    *_, params, _ = parse_func("var(Tensor self, int[1]? dim=None, *, Scalar? correction=None) -> Tensor")
+    assert params[1].optional and params[1].takes_list and params[2].kw_only and params[2].is_scalar

@@ -6,7 +6,7 @@ import ember
 
 
 def t_(a):
-    return ember.from_numpy(np.ascontiguousarray(a))
+    return ember.from_numpy(np.array(a, order="C"))
 
 
 def np_(t):
@@ -307,8 +307,9 @@ def test_narrow():
 
 def test_contiguous_and_clone():
     a = arange_np(3, 4)
+    x0 = t_(a)
+    assert same_storage(x0.contiguous(), x0)
     x = t_(a)
-    assert same_storage(x.contiguous(), x)
     y = x.t().contiguous()
     assert y.is_contiguous()
     np.testing.assert_array_equal(np_(y), a.T)
@@ -352,3 +353,19 @@ def test_transpose_grad():
     w = ember.tensor(arange_np(3, 2) + 1)
     (x.t() * w).sum().backward()
     np.testing.assert_array_equal(np_(x.grad), (arange_np(3, 2) + 1).T)
+
+
+def test_new_tensors_start_at_version_zero():
+    x = t_(arange_np(2, 3))
+    assert x.clone()._version == 0
+    assert x.t().contiguous()._version == 0
+    assert x.t().reshape(6)._version == 0
+    assert ember.cat([x, x])._version == 0
+    assert ember.stack([x, x])._version == 0
+    assert x.to(ember.float64)._version == 0
+    for t in [ember.zeros(2), ember.ones(2), ember.full((2,), 3.0), ember.eye(2), ember.arange(3),
+              ember.rand(2), ember.randint(0, 3, (2,))]:
+        assert t._version == 0
+    v = x.view(6)
+    v.mul_(2)  # a view shares its base's counter
+    assert x._version == 1

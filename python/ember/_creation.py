@@ -18,8 +18,11 @@ def from_numpy(ndarray):
     """A tensor sharing memory with `ndarray`."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    dt = _NP_TO_EMBER.get(ndarray.dtype.newbyteorder("=") if ndarray.dtype.byteorder not in "=|" else ndarray.dtype)
-    if dt is None or not ndarray.dtype.isnative:
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. "
+                         "Conversion between byte orders is currently not supported.")
+    dt = _NP_TO_EMBER.get(ndarray.dtype)
+    if dt is None:
         raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
                         "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
     item = ndarray.itemsize
@@ -38,33 +41,41 @@ def from_numpy(ndarray):
     return _C._from_buffer(ptr, list(ndarray.shape), strides, dt, ndarray, extent * item)
 
 
+def _leaf_dtype(x):
+    """The dtype one element of nested data stands for, as PyTorch infers it."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = _NP_TO_EMBER.get(x.dtype)
+        if dt is None:
+            raise TypeError(f"can't convert np.ndarray of type {x.dtype}. The only supported types are: "
+                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+        return dt
+    if isinstance(x, builtins.bool):
+        return _C.bool
+    if isinstance(x, builtins.int):
+        return _C.int64
+    if isinstance(x, builtins.float):
+        return _C.get_default_dtype()
+    if isinstance(x, str):
+        raise TypeError("new(): invalid data type 'str'")
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
 def _infer_dtype(data):
-    """PyTorch's inference for nested Python data: bool < int64 < default float."""
-    kind = None  # "bool" < "int" < "float"
-    rank = {"bool": 0, "int": 1, "float": 2}
+    """PyTorch's inference for nested data: the promotion of every element's own dtype
+    (bool -> bool, int -> int64, float -> the default dtype, NumPy scalars, arrays and
+    tensors -> their dtype); an empty sequence gives the default dtype."""
+    result = None
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
             stack.extend(x)
             continue
-        if isinstance(x, Tensor):
-            k = "float" if x.dtype.is_floating_point else ("bool" if x.dtype == _C.bool else "int")
-        elif isinstance(x, (builtins.bool, np.bool_)):
-            k = "bool"
-        elif isinstance(x, (builtins.int, np.integer)):
-            k = "int"
-        elif isinstance(x, (builtins.float, np.floating)):
-            k = "float"
-        else:
-            raise TypeError(f"tensor(): can't convert an element of type {type(x).__name__} to a tensor")
-        if kind is None or rank[k] > rank[kind]:
-            kind = k
-    if kind == "bool":
-        return _C.bool
-    if kind == "int":
-        return _C.int64
-    return _C.get_default_dtype()
+        dt = _leaf_dtype(x)
+        result = dt if result is None else _C.promote_types(result, dt)
+    return _C.get_default_dtype() if result is None else result
 
 
 def _plain(data):
@@ -85,7 +96,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     else:
         inferred = dtype or _infer_dtype(data)
         np_dtype = EMBER_TO_NP.get(inferred, np.dtype(np.float32))
-        arr = np.array(_plain(data), dtype=np_dtype)
+        with np.errstate(over="ignore"):  # a float beyond float32's range becomes inf, as in PyTorch
+            arr = np.array(_plain(data), dtype=np_dtype)
         t = from_numpy(arr)
         if inferred not in EMBER_TO_NP:
             t = t.to(inferred)
@@ -113,7 +125,13 @@ def as_tensor(data, dtype=None, device=None):
     return t
 
 
+def _check_input(name, t):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
+
+
 def _like(fn, t, dtype, device, requires_grad, *args):
+    _check_input(fn.__name__ + "_like", t)
     return fn(*args, t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
@@ -130,6 +148,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    _check_input("full_like", input)
     return _C.full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
                    requires_grad=requires_grad)
 
@@ -143,6 +162,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    _check_input("randint_like", input)
     if high is None:
         low, high = 0, low
     return _C.randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
@@ -166,6 +186,9 @@ def result_type(tensor1, tensor2):
     def probe(x):
         # An empty stand-in with the same rank class, so nothing is computed.
         return x.narrow(-1, 0, 0) if isinstance(x, Tensor) and x.dim() > 0 else x
+    if not isinstance(tensor1, Tensor) and not isinstance(tensor2, Tensor):
+        # Two numbers: the first as a 0-d tensor of its inferred dtype gives the same answer.
+        tensor1 = tensor(tensor1)
     a, b = probe(tensor1), probe(tensor2)
     return (_C.mul(a, b) if isinstance(a, Tensor) else _C.mul(b, a)).dtype
 

@@ -28,7 +28,8 @@ def numpy(self, *, force=False):
         raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
                         "tensor to host memory first.")
     if self.dtype not in EMBER_TO_NP:
-        raise TypeError(f"Got unsupported ScalarType {self.dtype}")
+        name = "BFloat16" if self.dtype == _C.bfloat16 else str(self.dtype)
+        raise TypeError(f"Got unsupported ScalarType {name}")
     return np.asarray(_ArrayView(self.detach()))
 
 
@@ -40,8 +41,12 @@ def tolist(self):
 
 
 def __array__(self, dtype=None, copy=None):
-    a = numpy(self.detach().cpu() if self.device.type != "cpu" else self.detach())
-    return a.astype(dtype) if dtype is not None else a
+    # As PyTorch: a tensor that requires grad is refused (numpy() raises).
+    # NumPy 2 passes copy=True from np.array(t) and trusts the result to be a copy.
+    a = numpy(self)
+    if dtype is not None:
+        return a.astype(dtype, copy=bool(copy))
+    return a.copy() if copy else a
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -73,7 +78,8 @@ def __contains__(self, element):
 
 def _converter(dt):
     def convert(self, memory_format=None):
-        return self.to(dt)
+        # As in PyTorch, a tensor already of that dtype is returned as it is.
+        return self if self.dtype == dt else self.to(dt)
     convert.__name__ = str(dt).split(".")[-1]
     return convert
 

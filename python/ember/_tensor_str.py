@@ -12,44 +12,40 @@ LINEWIDTH = 80
 
 
 class _Formatter:
-    """Chooses one width and style for every element, as PyTorch's _Formatter does."""
+    """Chooses one width and style for every element, as PyTorch's _Formatter does:
+    the style comes from the nonzero finite values only (integral -> "1.", a range
+    over 1000x or values beyond 1e8 / below 1e-4 -> scientific), and so does the
+    width, so inf and nan never widen the columns."""
 
     def __init__(self, values, floating):
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
-        finite = [v for v in values if isinstance(v, float) and math.isfinite(v)]
+        self.width = 1
         if not floating:
-            self.width = max((len(str(v)) for v in values), default=1)
+            self.width = max([1] + [len(str(v)) for v in values])
             return
+        finite = [v for v in values if math.isfinite(v) and v != 0]
         if not finite:
-            self.width = max((len(self.fmt_special(v)) for v in values), default=1)
             return
-        self.int_mode = all(v == math.floor(v) for v in finite)
-        nonzero = [abs(v) for v in finite if v != 0]
-        if nonzero:
-            mx, mn = max(nonzero), min(nonzero)
-            if self.int_mode:
-                self.sci_mode = mx > 1e8
-            else:
-                self.sci_mode = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
-        self.width = max(len(self.format_raw(v)) for v in values)
-
-    @staticmethod
-    def fmt_special(v):
-        if math.isnan(v):
-            return "nan"
-        return "inf" if v > 0 else "-inf"
+        mags = [abs(v) for v in finite]
+        mx, mn = max(mags), min(mags)
+        self.int_mode = all(v == math.ceil(v) for v in finite)
+        self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+        if self.sci_mode:
+            self.width = max(len(f"{v:.{PRECISION}e}") for v in finite)
+        elif self.int_mode:
+            self.width = max(len(f"{v:.0f}") + 1 for v in finite)
+        else:
+            self.width = max(len(f"{v:.{PRECISION}f}") for v in finite)
 
     def format_raw(self, v):
         if not self.floating:
             return str(v)
-        if not math.isfinite(v):
-            return self.fmt_special(v)
         if self.sci_mode:
             return f"{v:.{PRECISION}e}"
         if self.int_mode:
-            return f"{v:.0f}."
+            return f"{v:.0f}" + ("." if math.isfinite(v) else "")
         return f"{v:.{PRECISION}f}"
 
     def format(self, v):
@@ -78,7 +74,7 @@ def _render(arr, fmt, indent, summarize):
     if arr.ndim == 1:
         items = [fmt.format(arr[i].item()) for i in head]
         if tail is not None:
-            items += ["..."] + [fmt.format(arr[i].item()) for i in tail]
+            items += [" ..."] + [fmt.format(arr[i].item()) for i in tail]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -126,4 +122,19 @@ def tensor_repr(self):
         suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + ", ".join([body] + suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _add_suffixes(text, suffixes, indent):
+    """Appends ", dtype=..." etc., wrapping to a new line past LINEWIDTH as PyTorch does."""
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -81,7 +81,7 @@ def collect(spec):
         grad = []
         single = not (op.returns_list or op.n_returns > 1)
         for dtype in op.test_dtypes:
-            for s in generate(op, dtype, rng_for):
+            for s in generate(op, dtype, rng_for, spec.overloads(op.name)):
                 ref = reference(op, s)
                 if ref.compute is not None and ref.compute not in declared:
                     continue           # e.g. a mixed-dtype sample that would compute outside the set
@@ -99,7 +99,7 @@ def collect(spec):
         cases.grad += _spread(grad, GRADCHECK_MAX_SAMPLES)
         if op.dtypes is not None:
             for dtype in ALL_DTYPES:
-                s = generate(op, dtype, rng_for)[0]
+                s = generate(op, dtype, rng_for, spec.overloads(op.name))[0]
                 compute = compute_dtype(op, s)
                 if compute not in declared:
                     cases.undeclared.append(Case(f"{op.full_name}-{dtype}", op, dtype, s, compute=compute))

@@ -21,7 +21,7 @@ def lint(spec):
             if not isinstance(t["skip"], str) or not t["skip"].strip():
                 problems.append(f"{where}: test: skip: needs a reason")
             continue
-        unknown = set(t) - TEST_KEYS - {"_dtypes"}
+        unknown = set(t) - TEST_KEYS
         if unknown:
             problems.append(f"{where}: unknown test keys {sorted(unknown)}")
         if ("samples" in t) == ("cases" in t):

@@ -2,8 +2,8 @@
 
 promote: common -> result_type of the inputs; float -> the same, with integral/bool
 going to float32; bool -> compute in the common type, return bool.
-reduce.result: long_for_integral (integral/bool -> int64), same, bool, bool_or_uint8
-(PyTorch's all/any: uint8 input gives uint8, everything else bool).
+reduce.result: long_for_integral (integral/bool -> int64), same, bool (as PyTorch's
+all/any: a uint8 input gives uint8, everything else bool).
 Positional Scalar parameters (clamp's min/max) take part in promotion as
 wrapped numbers, as in PyTorch; keyword-only ones (alpha, correction) do not.
 Ops with none of these rules (kernels such as argmax, composites, views) compute in
@@ -17,7 +17,7 @@ from .dtypes import TensorInfo, is_floating, result_type
 from .samples import Arg
 
 
-REDUCE_RESULTS = ("long_for_integral", "same", "bool", "bool_or_uint8")
+REDUCE_RESULTS = ("long_for_integral", "same", "bool")
 
 
 def operands(op, sample):
@@ -73,10 +73,10 @@ def result_dtypes(op, sample, compute, ref_outputs):
     """One dtype per output (ref_outputs: the NumPy reference's arrays)."""
     if op.promote in ("common", "float"):
         return [compute] * len(ref_outputs)
-    if op.promote == "bool" or op.reduce.get("result") == "bool":
-        return ["bool"] * len(ref_outputs)
-    if op.reduce.get("result") == "bool_or_uint8":
+    if op.reduce.get("result") == "bool":
         return ["uint8" if compute == "uint8" else "bool"] * len(ref_outputs)
+    if op.promote == "bool":
+        return ["bool"] * len(ref_outputs)
     if op.reduce.get("result") in ("long_for_integral", "same"):
         return [compute] * len(ref_outputs)
     out = []

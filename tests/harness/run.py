@@ -5,11 +5,11 @@ import numpy as np
 
 import ember
 
-from .dtypes import NUMPY_STORAGE, can_cast, compute_numpy_dtype, is_floating
+from .dtypes import NUMPY_STORAGE, can_cast, compute_numpy_dtype, is_floating, round_to
 from .refs import eval_ref
 from .rules import bound_extras, compute_dtype, result_dtypes
 from .samples import Arg
-from .tensors import build_inputs, dtype_name, ember_dtype, exact_values, make_tensor, to_numpy
+from .tensors import build_inputs, dtype_name, exact_values, make_tensor, to_numpy
 
 # (rtol, atol) by the dtype compared. Half types are compared in float32 against a
 # reference computed in float32 from the same (rounded) inputs.
@@ -65,9 +65,7 @@ def call(op, sample, inputs, form="function", out=None):
         kwargs["out"] = out
     if form in ("function", "out"):
         return getattr(ember, op.name)(*tensors, *args, **kwargs)
-    name = op.name + ("_" if form == "inplace" else "")
-    if form == "inplace" and "method" not in op.variants:
-        return getattr(ember, name)(*tensors, *args, **kwargs)
+    name = op.name + ("_" if form == "inplace" else "")   # in-place is always a method, x.op_(...)
     receiver = tensors.pop(_self_index(op))
     if form == "method-varargs":
         args = list(args[0])
@@ -201,6 +199,9 @@ def assert_result(result, ref, op, what):
         assert len(result) == len(ref.outputs), f"{what}: {len(result)} results, expected {len(ref.outputs)}"
         for i, (r, e, d) in enumerate(zip(result, ref.outputs, ref.dtypes)):
             assert_tensor(r, e, d, op, f"{what} result {i}")
+        for i, (_, name) in enumerate(op.returns if op.n_returns > 1 else []):
+            if name:     # (Tensor values, Tensor indices): a namedtuple, as torch.max(t, 0).values
+                assert getattr(result, name, None) is result[i], f"{what}: result has no field {name!r}"
     else:
         assert_tensor(result, ref.outputs[0], ref.dtypes[0], op, what)
 
@@ -268,16 +269,15 @@ def check_inplace(op, sample, ref):
         return
     r = call(op, sample, inputs, "inplace")
     assert r is x, f"{what}: returned a new object, not self"
-    assert_tensor(x, _cast_like_torch(exp, res_dtype, self_dtype), self_dtype, op, what)
+    assert_tensor(x, _converted(exp, self_dtype), self_dtype, op, what)
 
 
-def _cast_like_torch(values, src, dst):
-    """Values of dtype `src` converted to `dst` as a copy into a `dst` tensor does."""
+def _converted(values, dtype):
+    """Reference values as a tensor of `dtype` holds them (the in-place result is written into self)."""
     values = np.asarray(values)
-    if is_floating(dst):
-        from .dtypes import round_to
-        return round_to(values.astype(np.float64), dst).astype(np.float64)
-    return values.astype(NUMPY_STORAGE[dst])
+    if is_floating(dtype):
+        return round_to(values.astype(np.float64), dtype).astype(np.float64)
+    return values.astype(NUMPY_STORAGE[dtype])
 
 
 def check_out(op, sample, ref):

@@ -6,7 +6,6 @@ every dtype stays exact and nothing overflows: integers stay small (uint8
 non-negative), floats are O(1), and `distinct`, `near_one`, `away_from_bounds`
 keep inputs off ties and kinks so the float64 gradcheck is meaningful.
 """
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -143,11 +142,11 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
 class Ctx:
     """What a generator needs: the op, the dtype, a seeded RNG and the test's domains."""
 
-    def __init__(self, op, dtype, rng, kwargs=None):
-        self.op, self.dtype, self.rng = op, dtype, rng
+    def __init__(self, op, dtype, rng, kwargs=None, overloads=()):
+        self.op, self.dtype, self.rng, self.overloads = op, dtype, rng, overloads
         test = op.test or {}
         self.domains = {"a": test.get("domain_a"), "b": test.get("domain_b")}
-        if self.domains["b"] == "distinct":
+        if "distinct" in self.domains.values():      # a and b never equal, even when broadcast
             self.domains = {"a": "distinct_a", "b": "distinct_b"}
         if test.get("distinct"):
             self.domains["a"] = "unique"
@@ -181,8 +180,7 @@ class Ctx:
     def scalar_operand_ok(self):
         """A Python number can stand for `other` unless another overload of the name takes
         a non-tensor there (max(t, 2) is max.dim, not max.other)."""
-        from .spec import load_spec
-        for other in load_spec().overloads(self.op.name):
+        for other in self.overloads:
             if other is not self.op and len(other.params) > 1 and not other.params[1].is_tensor:
                 return False
         return True
@@ -416,13 +414,14 @@ def kwarg_variants(op):
     return [dict(v or {}) for v in variants]
 
 
-def generate(op, dtype, rng_for):
-    """All samples of `op` at `dtype`; rng_for(tag) gives a seeded numpy Generator."""
+def generate(op, dtype, rng_for, overloads=()):
+    """All samples of `op` at `dtype`; rng_for(tag) gives a seeded numpy Generator;
+    overloads: the ops sharing op's name (a Python number operand must not be ambiguous)."""
     test = op.test
     gen = gen_cases if "cases" in test else GENERATORS[test["samples"]]
     out = []
     for i, kw in enumerate(kwarg_variants(op)):
-        g = Ctx(op, dtype, rng_for(f"{op.full_name}|{dtype}|{i}"), kw)
+        g = Ctx(op, dtype, rng_for(f"{op.full_name}|{dtype}|{i}"), kw, overloads)
         suffix = ",".join(f"{k}={fmt(v)}" for k, v in kw.items())
         for s in gen(g):
             if kw:

@@ -73,6 +73,7 @@ class Op:
     cast: dict
     test: dict                      # the raw `test:` mapping (None when absent)
     differentiable: bool
+    test_dtypes_given: tuple = None   # `test: dtypes:`, resolved
     line: int = 0
 
     @property
@@ -107,7 +108,7 @@ class Op:
         """The dtypes the harness runs: declared ones, else `test: dtypes:`, else float32/64."""
         if self.dtypes is not None:
             return self.dtypes
-        return tuple(self.test.get("_dtypes") or ("float32", "float64"))
+        return self.test_dtypes_given or ("float32", "float64")
 
     def role_of(self, param):
         """Which sample input feeds a tensor parameter: a (self), b, c (bool condition), tensors."""
@@ -262,13 +263,14 @@ def load_spec(ops_path=None, derivatives_path=None):
             errors.append(str(e))
             dtypes = None
         test = dict(entry["test"]) if isinstance(entry.get("test"), dict) else None
+        test_dtypes = None
         if test is not None and "dtypes" in test:
             try:
-                test["_dtypes"] = tuple(resolve_dtypes(test["dtypes"], sets, where + " test"))
+                test_dtypes = tuple(resolve_dtypes(test["dtypes"], sets, where + " test"))
             except SpecError as e:
                 errors.append(str(e))
         default_derive = ("inplace", "out") if kind == "pointwise" else ()
-        returns_float = all(t.startswith("Tensor") for t, _ in returns)
+        returns_tensors = all(t.startswith("Tensor") for t, _ in returns)
         ops.append(Op(
             name=name, overload=overload, params=params, returns=returns, kind=kind,
             variants=tuple(entry.get("variants", ("function", "method"))),
@@ -278,7 +280,8 @@ def load_spec(ops_path=None, derivatives_path=None):
             reduce=dict(entry.get("reduce") or {}),
             cast=dict(entry.get("cast") or {}),
             test=test,
-            differentiable=(full in derivatives) or (kind in ("composite", "view") and returns_float),
+            differentiable=(full in derivatives) or (kind in ("composite", "view") and returns_tensors),
+            test_dtypes_given=test_dtypes,
             line=lines.get(full, 0),
         ))
     return Spec(ops, sets, derivatives, derivative_keys, errors)

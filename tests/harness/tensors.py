@@ -8,10 +8,6 @@ from .samples import Arg
 from .spec import ALL_DTYPES
 
 
-def ember_dtype(name):
-    return getattr(ember, name)
-
-
 _NAMES = None
 
 

@@ -104,6 +104,8 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32
 // An in-place op on `self` makes `node` its new creator; refuses leaves that need grad.
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op);
 void check_inplace(const Tensor& self, const char* op);
+// Before an in-place op with autograd writes: views of graph tensors are refused.
+void check_view_inplace(const Tensor& self, const char* op);
 // Raises when an out= call would need autograd.
 void check_out_no_grad(std::initializer_list<const Tensor*> ts, const char* op);
 // Runs the backward pass from `roots` with the given gradients.

@@ -27,8 +27,11 @@ class TensorIterator {
   static constexpr int kMaxOperands = 4;
 
   // `out` may be undefined (allocate), an in-place target, or an out= tensor.
+  // `scalars` are positional Scalar arguments (clamp's bounds): they take part
+  // in type promotion as Python numbers do; null entries are None.
   static TensorIterator pointwise(const PointwiseConfig& cfg, const Tensor& out, bool inplace,
-                                  std::initializer_list<const Tensor*> inputs);
+                                  std::initializer_list<const Tensor*> inputs,
+                                  std::initializer_list<const Scalar*> scalars = {});
   // A plain elementwise pass with fixed dtypes (copies, fills), no promotion.
   static TensorIterator unary_copy(const Tensor& dst, const Tensor& src, const char* op);
   static TensorIterator nullary(const Tensor& dst);
@@ -76,6 +79,7 @@ template <typename Loop>
 void TensorIterator::serial_for_each(Loop&& loop, int64_t begin, int64_t end) const {
   const int nd = ndim();
   const int nt = ntensors_;
+  if (begin >= end) return;
   if (nd == 0) {
     if (begin < end) { int64_t zero[kMaxOperands] = {}; char* p[kMaxOperands]; for (int t = 0; t < nt; ++t) p[t] = data_[t]; loop(p, zero, (int64_t)1); }
     return;

@@ -23,6 +23,8 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
 // The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);
+// An in-place op computed out of place must fit `self`: same shape, castable dtype.
+void check_inplace_result(const Tensor& self, const Tensor& value, const char* op);
 // Resizes `out` to `value`'s shape when needed and copies into it (out= of non-pointwise ops).
 void copy_into_out(const Tensor& out, const Tensor& value, const char* op);
 // Gives `t` new sizes in place (contiguous), reallocating when its storage is too small.

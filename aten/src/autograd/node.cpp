@@ -106,11 +106,16 @@ void check_inplace(const Tensor& self, const char* op) {
     EMBER_FAIL(Runtime, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op) {
-  AutogradMeta& meta = self.impl()->autograd_meta();
-  EMBER_CHECK(!meta.view_base, Runtime, op,
+void check_view_inplace(const Tensor& self, const char* op) {
+  AutogradMeta* meta = self.impl()->autograd.get();
+  EMBER_CHECK(!meta || !meta->view_base, Runtime, op,
               ": an in-place operation on a view that is part of an autograd graph is not supported yet; "
               "clone() the view first");
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op) {
+  check_view_inplace(self, op);
+  AutogradMeta& meta = self.impl()->autograd_meta();
   meta.grad_fn = node;
   meta.output_nr = 0;
 }

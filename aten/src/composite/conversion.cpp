@@ -31,6 +31,7 @@ Tensor convert(const Tensor& self, Device device, ScalarType dtype) {
     NoGradGuard guard;
     ember::copy_(result, self);
   }
+  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
   return result;
 }
 

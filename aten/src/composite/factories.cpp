@@ -8,11 +8,17 @@
 
 #include "ember/allocator.h"
 #include "ember/generator.h"
+#include "ember/op_support.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
 
 namespace ember {
+namespace {
+// Fills a tensor nobody else has seen yet: no version bump, no autograd.
+void fill_fresh(const Tensor& t, const Scalar& v) { kernel_for(dispatch::fill_, t.device(), "fill_")(t, v); }
+}  // namespace
+
 
 Generator* default_generator() {
   static Generator gen;
@@ -90,14 +96,14 @@ Tensor empty(const IntList& size, std::optional<ScalarType> dtype, std::optional
 Tensor zeros(const IntList& size, std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
   (void)requires_grad;
   Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), resolve_device(device, "zeros"));
-  ember::fill_(t, Scalar(int64_t(0)));
+  fill_fresh(t, Scalar(int64_t(0)));
   return t;
 }
 
 Tensor ones(const IntList& size, std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
   (void)requires_grad;
   Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), resolve_device(device, "ones"));
-  ember::fill_(t, Scalar(int64_t(1)));
+  fill_fresh(t, Scalar(int64_t(1)));
   return t;
 }
 
@@ -109,7 +115,7 @@ Tensor full(const IntList& size, const Scalar& fill_value, std::optional<ScalarT
                           : fill_value.is_integral() ? ScalarType::Int64
                                                      : default_dtype();
   Tensor t = empty_tensor(size, dt, resolve_device(device, "full"));
-  ember::fill_(t, fill_value);
+  fill_fresh(t, fill_value);
   return t;
 }
 
@@ -205,7 +211,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, std::optional<ScalarType> dt
   const ScalarType dt = dtype.value_or(default_dtype());
   Device dev = resolve_device(device, "eye");
   Tensor t = empty_tensor(DimVector{n, m}, dt, Device());
-  ember::fill_(t, Scalar(int64_t(0)));
+  fill_fresh(t, Scalar(int64_t(0)));
   visit_dtype(dt, [&]<typename T>() {
     T* out = t.data<T>();
     const T one = Scalar(int64_t(1)).to<T>();

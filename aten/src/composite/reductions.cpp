@@ -35,16 +35,21 @@ double resolve_correction(std::optional<bool> unbiased, const std::optional<Scal
 }
 
 Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::optional<bool> unbiased, bool keepdim,
-                const std::optional<Scalar>& correction, const char* op) {
+                const std::optional<Scalar>& correction, const char* op, bool take_sqrt) {
   EMBER_CHECK(is_floating(self.dtype()), Runtime, "std and var only support floating point and complex dtypes");
   double c = resolve_correction(unbiased, correction, op);
   std::optional<IntList> dim = all_if_empty(dim_in);
   int64_t n = reduced_count(self, dim, op);
-  Tensor mu = ember::mean(self, dim, true, std::nullopt);
-  Tensor diff = ember::sub(self, mu);
+  // 16-bit floats accumulate in float32, as PyTorch's kernels do.
+  const bool low = self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16;
+  Tensor x = low ? ember::to_dtype(self, ScalarType::Float32) : self;
+  Tensor mu = ember::mean(x, dim, true, std::nullopt);
+  Tensor diff = ember::sub(x, mu);
   Tensor sq = ember::sum(ember::mul(diff, diff), dim, keepdim, std::nullopt);
   double divisor = std::max(0.0, (double)n - c);
-  return ember::true_divide(sq, wrap_number(Scalar(divisor)));
+  Tensor v = ember::true_divide(sq, wrap_number(Scalar(divisor)));
+  if (take_sqrt) v = ember::sqrt(v);
+  return low ? ember::to_dtype(v, self.dtype()) : v;
 }
 
 }  // namespace
@@ -62,12 +67,12 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepd
 
 Tensor var(const Tensor& self, const std::optional<IntList>& dim, std::optional<bool> unbiased, bool keepdim,
            const std::optional<Scalar>& correction) {
-  return var_impl(self, dim, unbiased, keepdim, correction, "var");
+  return var_impl(self, dim, unbiased, keepdim, correction, "var", false);
 }
 
 Tensor std(const Tensor& self, const std::optional<IntList>& dim, std::optional<bool> unbiased, bool keepdim,
            const std::optional<Scalar>& correction) {
-  return ember::sqrt(var_impl(self, dim, unbiased, keepdim, correction, "std"));
+  return var_impl(self, dim, unbiased, keepdim, correction, "std", true);
 }
 
 Tensor max(const Tensor& self) {

@@ -48,6 +48,7 @@ Tensor contiguous(const Tensor& self) {
 Tensor clone(const Tensor& self) {
   Tensor result = empty_tensor(self.sizes(), self.dtype(), self.device());
   ember::copy_(result, self);
+  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
   return result;
 }
 
@@ -160,6 +161,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
       offset += len;
     }
   }
+  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
   if (node) autograd::set_history(result, node);
   return result;
 }

@@ -50,7 +50,8 @@ ScalarType result_type(std::initializer_list<const Tensor*> ts) {
 }
 
 TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tensor& out, bool inplace,
-                                         std::initializer_list<const Tensor*> inputs) {
+                                         std::initializer_list<const Tensor*> inputs,
+                                         std::initializer_list<const Scalar*> scalars) {
   TensorIterator it;
   const int nin = (int)inputs.size();
   it.ntensors_ = nin + 1;
@@ -76,6 +77,11 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
   int i = 0;
   for (const Tensor* t : inputs) {
     if (i++ != cfg.bool_input) rt.update(*t);
+  }
+  for (const Scalar* s : scalars) {
+    if (!s) continue;
+    ScalarType st = s->dtype();
+    rt.wrapped = promote_types(rt.wrapped, is_floating(st) ? default_dtype() : st);
   }
   ScalarType common = rt.result();
   ScalarType compute = common;

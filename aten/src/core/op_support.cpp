@@ -65,6 +65,13 @@ void resize_(const Tensor& t, const DimVector& sizes) {
   impl->refresh_numel();
 }
 
+void check_inplace_result(const Tensor& self, const Tensor& value, const char* op) {
+  EMBER_CHECK(can_cast(value.dtype(), self.dtype()), Runtime, op, ": result type ", dtype_title(value.dtype()),
+              " can't be cast to the desired output type ", dtype_title(self.dtype()));
+  EMBER_CHECK(value.sizes() == self.sizes(), Runtime, op, ": output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", value.sizes());
+}
+
 void copy_into_out(const Tensor& out, const Tensor& value, const char* op) {
   EMBER_CHECK(can_cast(value.dtype(), out.dtype()), Runtime, op, ": result type ", dtype_title(value.dtype()),
               " can't be cast to the desired output type ", dtype_title(out.dtype()));

@@ -1,4 +1,5 @@
 // copy_ (any dtype to any dtype, with broadcasting) and fill_ on the CPU.
+// Kernels never bump versions: the generated in-place entries do.
 #include <cstring>
 
 #include "ember/cpu/loops.h"
@@ -14,7 +15,6 @@ Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
   if (self.dtype() == src.dtype() && self.sizes() == src.sizes() && self.is_contiguous() && src.is_contiguous()) {
     if (self.data_ptr() != src.data_ptr())
       std::memmove(self.data_ptr(), src.data_ptr(), (size_t)self.numel() * self.itemsize());
-    self.bump_version();
     return self;
   }
   TensorIterator it = TensorIterator::unary_copy(self, src, "copy_");
@@ -23,7 +23,6 @@ Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
       cpu_kernel(it, [](S x) -> D { return static_cast<D>(x); });
     });
   });
-  self.bump_version();
   return self;
 }
 
@@ -33,7 +32,6 @@ Tensor fill_cpu(const Tensor& self, const Scalar& value) {
     const T v = value.to<T>();
     cpu_kernel(it, [v]() -> T { return v; });
   });
-  self.bump_version();
   return self;
 }
 

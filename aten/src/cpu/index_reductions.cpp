@@ -3,6 +3,7 @@
 // index is returned); among equal values the first index wins, as PyTorch's
 // CPU kernels do.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -44,6 +45,57 @@ inline void scan_line(const T* p, int64_t n, int64_t s, int64_t first, opmath_t<
       bi = first + r;
     }
   }
+}
+
+// Whether a contiguous line of T has the vectorised two-pass scan below.
+template <typename T>
+constexpr bool has_fast_scan = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+
+// The first i with pred(p[i]) (n when none): blocks are tested with a
+// vectorised any() before the scalar search inside the block that hits.
+template <typename T, typename Pred>
+inline int64_t first_index(const T* __restrict p, int64_t n, Pred pred) {
+  constexpr int64_t kBlock = 64;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    int hit = 0;
+#pragma omp simd reduction(| : hit)
+    for (int64_t j = 0; j < kBlock; ++j) hit |= pred(p[i + j]);
+    if (hit) break;
+  }
+  for (; i < n; ++i)
+    if (pred(p[i])) return i;
+  return n;
+}
+
+// The extreme of n >= 1 contiguous elements and its first index, in two
+// vectorisable passes: the extreme value (and whether a NaN is present), then
+// the first position holding it.
+template <Extreme E, typename T>
+inline int64_t scan_contiguous(const T* __restrict p, int64_t n, T& best) {
+  T m = p[0];
+  int nan = 0;
+  if constexpr (E == Extreme::Max) {
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      m = p[i] > m ? p[i] : m;
+      if constexpr (std::is_floating_point_v<T>) nan |= p[i] != p[i];
+    }
+  } else {
+#pragma omp simd reduction(min : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      m = p[i] < m ? p[i] : m;
+      if constexpr (std::is_floating_point_v<T>) nan |= p[i] != p[i];
+    }
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (nan) {
+      best = std::numeric_limits<T>::quiet_NaN();
+      return first_index(p, n, [](T v) { return v != v; });
+    }
+  }
+  best = m;
+  return first_index(p, n, [m](T v) { return v == m; });
 }
 
 // Geometry of a reduction along one dim: the reduced dim's size and stride,
@@ -138,6 +190,14 @@ void line_reduce(const T* in, T* vals, int64_t* idx, const LineGeom& g) {
     LineWalker w(g, b);
     for (int64_t l = b; l < e; ++l, w.next()) {
       const T* p = in + w.offset;
+      if constexpr (has_fast_scan<T>) {
+        if (g.rstride == 1) {
+          T best;
+          idx[l] = scan_contiguous<E, T>(p, g.R, best);
+          if (vals) vals[l] = best;
+          continue;
+        }
+      }
       C best = static_cast<C>(p[0]);
       int64_t bi = 0;
       scan_line<E, T>(p + g.rstride, g.R - 1, g.rstride, 1, best, bi);
@@ -208,7 +268,13 @@ int64_t flat_arg(const T* p, int64_t n) {
   parallel_for(n, kGrainSize, [&](int64_t b, int64_t e) {
     C best = static_cast<C>(p[b]);
     int64_t bi = b;
-    scan_line<E, T>(p + b + 1, e - b - 1, 1, b + 1, best, bi);
+    if constexpr (has_fast_scan<T>) {
+      T v;
+      bi = b + scan_contiguous<E, T>(p + b, e - b, v);
+      best = v;
+    } else {
+      scan_line<E, T>(p + b + 1, e - b - 1, 1, b + 1, best, bi);
+    }
     std::lock_guard<std::mutex> lock(mu);
     parts.push_back({b, best, bi});
   });

@@ -264,7 +264,6 @@ Tensor index_put_cpu(const Tensor& self, const TensorList& indices, const Tensor
   EMBER_CHECK(ok, Runtime, "shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", rs);
   if (compute_numel(rs) == 0) {
-    self.bump_version();
     return self;
   }
 
@@ -320,7 +319,6 @@ Tensor index_put_cpu(const Tensor& self, const TensorList& indices, const Tensor
         }
     });
   }
-  self.bump_version();
   return self;
 }
 

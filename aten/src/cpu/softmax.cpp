@@ -1,10 +1,12 @@
 // softmax and log_softmax on the CPU, computed stably (the line's max is
-// subtracted before exp). float16/bfloat16 compute in float.
-//   - contiguous input, reduced dim innermost: one row per line, rows in
-//     parallel, loops written for `#pragma omp simd` (vector exp from libmvec);
-//   - contiguous input, reduced dim outer: [outer, R, inner], whole rows of
-//     `inner` elements swept together so memory is read in order;
-//   - anything else: one strided line per output position.
+// subtracted before exp). float16/bfloat16 compute in float. Loops are written
+// for `#pragma omp simd`, with glibc's vector exp (ember/math.h); lines run in
+// parallel. Two walks, chosen from the strides (after merging dims):
+//   - rows: the reduced dim is unit-stride (the last-dim case): max, then exp
+//     stored into the output while summing, then one scaling pass;
+//   - lanes: another dim is unit-stride (reducing an outer dim): a block of
+//     lines side by side, every pass running across them.
+// Inputs fitting neither (transposed layouts) are copied contiguous first.
 // The result is contiguous, in the input's dtype (after the optional cast).
 #include <algorithm>
 #include <limits>
@@ -59,36 +61,84 @@ inline void softmax_row(const C* x, C* y, int64_t n) {
   }
 }
 
-template <Kind K, typename T>
-void lastdim_kernel(const T* in, T* out, int64_t rows, int64_t R) {
-  using C = opmath_t<T>;
-  parallel_for(rows, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<T, C>) {
-      for (int64_t r = b; r < e; ++r) softmax_row<K, C>(in + r * R, out + r * R, R);
+// One dim of the iteration space other than the reduced one: its size and
+// its strides (in elements) in the input and in the contiguous output.
+struct IterDim {
+  int64_t size, xs, ys;
+};
+
+// Dims on one side of the reduced dim, size-1 dims dropped and neighbours
+// that are contiguous with each other (in input and output) merged.
+std::vector<IterDim> coalesce(std::vector<IterDim> dims) {
+  std::vector<IterDim> out;
+  for (const IterDim& d : dims) {
+    if (d.size == 1) continue;
+    if (!out.empty() && out.back().xs == d.xs * d.size && out.back().ys == d.ys * d.size) {
+      out.back() = {out.back().size * d.size, d.xs, d.ys};
     } else {
-      std::unique_ptr<C[]> buf(new C[R]);
-      for (int64_t r = b; r < e; ++r) {
-        const T* x = in + r * R;
-        T* y = out + r * R;
-        for (int64_t i = 0; i < R; ++i) buf[i] = static_cast<C>(x[i]);
-        softmax_row<K, C>(buf.get(), buf.get(), R);
-        for (int64_t i = 0; i < R; ++i) y[i] = static_cast<T>(buf[i]);
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+// Input and output offsets of position `q` of a row-major walk over `dims`.
+inline void offsets_of(const std::vector<IterDim>& dims, int64_t q, int64_t& xo, int64_t& yo) {
+  xo = yo = 0;
+  for (int64_t k = (int64_t)dims.size() - 1; k >= 0; --k) {
+    const int64_t c = q % dims[k].size;
+    q /= dims[k].size;
+    xo += c * dims[k].xs;
+    yo += c * dims[k].ys;
+  }
+}
+
+// ---------------------------------------------------------------- rows: one line at a time
+
+// Each line is R elements at input stride xrs and output stride yrs. Unit-stride
+// lines of float/double are computed in place; others are gathered into a
+// buffer in the compute type, computed there, and scattered back.
+template <Kind K, typename T>
+void rows_kernel(const T* in, T* out, int64_t R, int64_t xrs, int64_t yrs, const std::vector<IterDim>& lines) {
+  using C = opmath_t<T>;
+  int64_t nlines = 1;
+  for (const IterDim& d : lines) nlines *= d.size;
+  const bool direct = std::is_same_v<T, C> && xrs == 1 && yrs == 1;
+  parallel_for(nlines, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
+    std::unique_ptr<C[]> buf(direct ? nullptr : new C[R]);
+    for (int64_t l = b; l < e; ++l) {
+      int64_t xo, yo;
+      offsets_of(lines, l, xo, yo);
+      const T* x = in + xo;
+      T* y = out + yo;
+      if constexpr (std::is_same_v<T, C>) {
+        if (direct) {
+          softmax_row<K, C>(x, y, R);
+          continue;
+        }
       }
+      for (int64_t i = 0; i < R; ++i) buf[i] = static_cast<C>(x[i * xrs]);
+      softmax_row<K, C>(buf.get(), buf.get(), R);
+      for (int64_t i = 0; i < R; ++i) y[i * yrs] = static_cast<T>(buf[i]);
     }
   });
 }
 
-// ---------------------------------------------------------------- [outer, R, inner], inner > 1
+// ---------------------------------------------------------------- lanes: a block of lines at once
 
-constexpr int64_t kColumnBlock = 256;
+constexpr int64_t kLaneBlock = 256;
 
-template <Kind K, typename T>
-void column_block(const T* x, T* y, int64_t R, int64_t inner, int64_t w, opmath_t<T>* __restrict mx,
-                  opmath_t<T>* __restrict acc) {
+// `w` lines side by side: line j starts at x + j (input lanes are unit-stride)
+// and y + j * yls; along a line, elements are xrs / yrs apart. Every pass runs
+// across the lanes, so loads are contiguous and exp vectorises.
+template <Kind K, typename T, bool YUnit>
+void lane_block(const T* x, T* y, int64_t R, int64_t xrs, int64_t yrs, int64_t yls_in, int64_t w,
+                opmath_t<T>* __restrict mx, opmath_t<T>* __restrict acc) {
   using C = opmath_t<T>;
+  const int64_t yls = YUnit ? 1 : yls_in;
   for (int64_t j = 0; j < w; ++j) mx[j] = static_cast<C>(x[j]);
   for (int64_t r = 1; r < R; ++r) {
-    const T* __restrict xr = x + r * inner;
+    const T* __restrict xr = x + r * xrs;
 #pragma omp simd
     for (int64_t j = 0; j < w; ++j) {
       C v = static_cast<C>(xr[j]);
@@ -96,10 +146,11 @@ void column_block(const T* x, T* y, int64_t R, int64_t inner, int64_t w, opmath_
     }
   }
   for (int64_t j = 0; j < w; ++j) acc[j] = 0;
-  constexpr bool store_exp = K == Kind::Softmax && std::is_same_v<T, C>;
+  // Softmax of float/double into a unit-stride output: keep exp in the output.
+  constexpr bool store_exp = K == Kind::Softmax && std::is_same_v<T, C> && YUnit;
   for (int64_t r = 0; r < R; ++r) {
-    const T* __restrict xr = x + r * inner;
-    T* __restrict yr = y + r * inner;
+    const T* __restrict xr = x + r * xrs;
+    T* __restrict yr = y + r * yrs;
 #pragma omp simd
     for (int64_t j = 0; j < w; ++j) {
       C e = math::exp(static_cast<C>(xr[j]) - mx[j]);
@@ -108,104 +159,95 @@ void column_block(const T* x, T* y, int64_t R, int64_t inner, int64_t w, opmath_
     }
   }
   if constexpr (K == Kind::Softmax) {
+#pragma omp simd
     for (int64_t j = 0; j < w; ++j) acc[j] = C(1) / acc[j];
     for (int64_t r = 0; r < R; ++r) {
-      const T* __restrict xr = x + r * inner;
-      T* __restrict yr = y + r * inner;
+      const T* __restrict xr = x + r * xrs;
+      T* __restrict yr = y + r * yrs;
       if constexpr (store_exp) {
 #pragma omp simd
         for (int64_t j = 0; j < w; ++j) yr[j] *= acc[j];
       } else {
+#pragma omp simd
         for (int64_t j = 0; j < w; ++j)
-          yr[j] = static_cast<T>(math::exp(static_cast<C>(xr[j]) - mx[j]) * acc[j]);
+          yr[j * yls] = static_cast<T>(math::exp(static_cast<C>(xr[j]) - mx[j]) * acc[j]);
       }
     }
   } else {
+#pragma omp simd
     for (int64_t j = 0; j < w; ++j) acc[j] = math::log(acc[j]);
     for (int64_t r = 0; r < R; ++r) {
-      const T* __restrict xr = x + r * inner;
-      T* __restrict yr = y + r * inner;
+      const T* __restrict xr = x + r * xrs;
+      T* __restrict yr = y + r * yrs;
 #pragma omp simd
-      for (int64_t j = 0; j < w; ++j) yr[j] = static_cast<T>((static_cast<C>(xr[j]) - mx[j]) - acc[j]);
+      for (int64_t j = 0; j < w; ++j) yr[j * yls] = static_cast<T>((static_cast<C>(xr[j]) - mx[j]) - acc[j]);
     }
   }
 }
 
+// Lines along `lane` (input stride 1) processed in blocks; `rest` are the other dims.
 template <Kind K, typename T>
-void column_kernel(const T* in, T* out, int64_t outer, int64_t R, int64_t inner) {
+void lanes_kernel(const T* in, T* out, int64_t R, int64_t xrs, int64_t yrs, const IterDim& lane,
+                  const std::vector<IterDim>& rest) {
   using C = opmath_t<T>;
-  const int64_t n = outer * inner;
-  parallel_for(n, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
-    std::unique_ptr<C[]> mx(new C[kColumnBlock]), acc(new C[kColumnBlock]);
-    for (int64_t o = b / inner; o * inner < e; ++o) {
-      const int64_t i0 = std::max(b, o * inner) - o * inner;
-      const int64_t i1 = std::min(e, (o + 1) * inner) - o * inner;
-      for (int64_t j0 = i0; j0 < i1; j0 += kColumnBlock) {
-        const int64_t w = std::min(kColumnBlock, i1 - j0);
-        const int64_t off = o * R * inner + j0;
-        column_block<K, T>(in + off, out + off, R, inner, w, mx.get(), acc.get());
+  int64_t nrest = 1;
+  for (const IterDim& d : rest) nrest *= d.size;
+  const int64_t L = lane.size;
+  parallel_for(nrest * L, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
+    std::unique_ptr<C[]> mx(new C[kLaneBlock]), acc(new C[kLaneBlock]);
+    for (int64_t q = b / L; q * L < e; ++q) {
+      int64_t xo, yo;
+      offsets_of(rest, q, xo, yo);
+      const int64_t j0 = std::max(b, q * L) - q * L, j1 = std::min(e, (q + 1) * L) - q * L;
+      for (int64_t j = j0; j < j1; j += kLaneBlock) {
+        const int64_t w = std::min(kLaneBlock, j1 - j);
+        const T* x = in + xo + j;
+        T* y = out + yo + j * lane.ys;
+        if (lane.ys == 1) lane_block<K, T, true>(x, y, R, xrs, yrs, 1, w, mx.get(), acc.get());
+        else lane_block<K, T, false>(x, y, R, xrs, yrs, lane.ys, w, mx.get(), acc.get());
       }
     }
   });
 }
 
-// ---------------------------------------------------------------- any strides
-
+// Picks the walk. Rows when the reduced dim is unit-stride in input and
+// output; lanes when another dim is unit-stride in both (reads and writes
+// stay contiguous across lines). Returns false when neither fits (a
+// transposed layout): the caller then copies the input contiguous, since a
+// blocked transposing copy beats strided exp passes by a wide margin.
 template <Kind K, typename T>
-void strided_kernel(const Tensor& input, const Tensor& output, int64_t d) {
-  using C = opmath_t<T>;
+bool softmax_kernel(const Tensor& input, const Tensor& output, int64_t d, bool any_layout) {
   const T* in = input.data<T>();
   T* out = output.data<T>();
-  // The reduced dim (size R, input stride rs) and the other dims in order.
-  int64_t R = 1, rs = 0, inner = 1;
-  DimVector osz, ost;
+  if (input.dim() == 0) {
+    rows_kernel<K, T>(in, out, 1, 1, 1, {});
+    return true;
+  }
+  const DimVector ocs = contiguous_strides(input.sizes());
+  const int64_t R = input.size(d);
+  const int64_t xrs = R == 1 ? 1 : input.stride(d), yrs = R == 1 ? 1 : ocs[d];
+  std::vector<IterDim> before, after;
   for (int64_t i = 0; i < input.dim(); ++i) {
-    if (i == d) {
-      R = input.size(i);
-      rs = input.stride(i);
-    } else {
-      osz.push_back(input.size(i));
-      ost.push_back(input.stride(i));
-      if (i > d) inner *= input.size(i);
+    if (i == d) continue;
+    (i < d ? before : after).push_back({input.size(i), input.stride(i), ocs[i]});
+  }
+  std::vector<IterDim> dims = coalesce(before);
+  for (const IterDim& a : coalesce(after)) dims.push_back(a);
+  if (xrs == 1 && yrs == 1) {
+    rows_kernel<K, T>(in, out, R, xrs, yrs, dims);
+    return true;
+  }
+  for (int64_t k = (int64_t)dims.size() - 1; k >= 0; --k) {
+    if (dims[k].xs == 1 && dims[k].ys == 1) {
+      const IterDim lane = dims[k];
+      dims.erase(dims.begin() + k);
+      lanes_kernel<K, T>(in, out, R, xrs, yrs, lane, dims);
+      return true;
     }
   }
-  const int64_t nlines = input.numel() / R;
-  const int64_t nd = (int64_t)osz.size();
-  parallel_for(nlines, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
-    DimVector counter(osz.size(), 0);
-    int64_t offset = 0, rem = b;
-    for (int64_t k = nd - 1; k >= 0; --k) {
-      counter[k] = rem % osz[k];
-      rem /= osz[k];
-      offset += counter[k] * ost[k];
-    }
-    for (int64_t l = b; l < e; ++l) {
-      const T* x = in + offset;
-      T* y = out + (l / inner) * R * inner + (l % inner);
-      C m = -std::numeric_limits<C>::infinity();
-      for (int64_t r = 0; r < R; ++r) {
-        C v = static_cast<C>(x[r * rs]);
-        m = v > m ? v : m;
-      }
-      C s = 0;
-      for (int64_t r = 0; r < R; ++r) s += math::exp(static_cast<C>(x[r * rs]) - m);
-      if constexpr (K == Kind::Softmax) {
-        const C inv = C(1) / s;
-        for (int64_t r = 0; r < R; ++r)
-          y[r * inner] = static_cast<T>(math::exp(static_cast<C>(x[r * rs]) - m) * inv);
-      } else {
-        const C ls = math::log(s);
-        for (int64_t r = 0; r < R; ++r) y[r * inner] = static_cast<T>((static_cast<C>(x[r * rs]) - m) - ls);
-      }
-      // Next line.
-      for (int64_t k = nd - 1; k >= 0; --k) {
-        offset += ost[k];
-        if (++counter[k] < osz[k]) break;
-        offset -= counter[k] * ost[k];
-        counter[k] = 0;
-      }
-    }
-  });
+  if (!any_layout) return false;
+  rows_kernel<K, T>(in, out, R, xrs, yrs, dims);  // gather / scatter through a buffer
+  return true;
 }
 
 template <Kind K>
@@ -218,18 +260,9 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
   if (input.numel() == 0) return output;
   visit_dtype(input.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                  std::is_same_v<T, BFloat16>) {
-      if (input.dim() > 0 && input.is_contiguous()) {
-        const int64_t R = input.size(d);
-        int64_t inner = 1;
-        for (int64_t i = d + 1; i < input.dim(); ++i) inner *= input.size(i);
-        const int64_t outer = input.numel() / (R * inner);
-        if (inner == 1) lastdim_kernel<K, T>(input.data<T>(), output.data<T>(), outer, R);
-        else column_kernel<K, T>(input.data<T>(), output.data<T>(), outer, R, inner);
-      } else {
-        strided_kernel<K, T>(input, output, input.dim() == 0 ? 0 : d);
-      }
-    }
+                  std::is_same_v<T, BFloat16>)
+      if (!softmax_kernel<K, T>(input, output, d, false))
+        softmax_kernel<K, T>(ember::contiguous(input), output, d, true);
   });
   return output;
 }

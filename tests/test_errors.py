@@ -1,0 +1,391 @@
+"""Every kind of misuse gets a clear Python exception that names the op, of the
+type PyTorch raises (RuntimeError / IndexError / TypeError / ValueError), and
+nothing crashes the interpreter."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ember
+
+
+def message(excinfo):
+    return str(excinfo.value)
+
+
+# ---------------------------------------------------------------- broadcasting
+
+BROADCAST = [
+    ("add", lambda a, b: ember.add(a, b)),
+    ("add", lambda a, b: a + b),
+    ("mul", lambda a, b: a * b),
+    ("sub", lambda a, b: ember.sub(a, b)),
+    ("maximum", lambda a, b: ember.maximum(a, b)),
+    ("eq", lambda a, b: a == b),
+    ("lt", lambda a, b: ember.lt(a, b)),
+    ("pow", lambda a, b: ember.pow(a, b)),
+    ("where", lambda a, b: ember.where(a > 0, b, 0.0)),
+    ("true_divide", lambda a, b: ember.true_divide(a, b)),
+]
+
+
+@pytest.mark.parametrize("op,fn", BROADCAST, ids=[f"{op}-{i}" for i, (op, _) in enumerate(BROADCAST)])
+def test_broadcast_error_names_op_and_shapes(op, fn):
+    a, b = ember.ones(2, 3), ember.ones(4)
+    with pytest.raises(RuntimeError) as e:
+        fn(a, b)
+    msg = message(e)
+    assert op in msg
+    assert "[2, 3]" in msg and "[4]" in msg
+
+
+def test_broadcast_error_3d():
+    with pytest.raises(RuntimeError) as e:
+        ember.ones(2, 3, 4) * ember.ones(5, 1)
+    msg = message(e)
+    assert "mul" in msg and "[2, 3, 4]" in msg and "[5, 1]" in msg
+
+
+def test_inplace_broadcast_error_leaves_tensor_alone():
+    a = ember.ones(3)
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]") as e:
+        a.add_(ember.ones(2, 3))
+    assert "add_" in message(e)
+    assert a.tolist() == [1.0, 1.0, 1.0]
+
+
+# ---------------------------------------------------------------- size mismatches
+
+def test_mm_size_mismatch():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)"):
+        ember.mm(ember.ones(2, 3), ember.ones(2, 3))
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
+        ember.mm(ember.ones(3), ember.ones(3, 2))
+
+
+def test_matmul_size_mismatch():
+    with pytest.raises(RuntimeError, match=r"matmul.*2x3 and 4x5"):
+        ember.matmul(ember.ones(2, 3), ember.ones(4, 5))
+    with pytest.raises(RuntimeError, match="matmul"):
+        ember.ones(3) @ ember.ones(4)
+    with pytest.raises(RuntimeError, match="both arguments to matmul need to be at least 1D"):
+        ember.matmul(ember.ones(()), ember.ones(3))
+    with pytest.raises(RuntimeError, match="matmul"):
+        ember.matmul(ember.ones(2, 2, 3), ember.ones(3, 3, 4))
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        ember.matmul(ember.ones(2, 2), ember.ones(2, 2, dtype=ember.float64))
+
+
+def test_cat_and_stack_mismatch():
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        ember.cat([ember.ones(2, 3), ember.ones(2, 4)])
+    with pytest.raises(RuntimeError, match="Tensors must have same number of dimensions: got 2 and 1"):
+        ember.cat([ember.ones(2, 3), ember.ones(3)])
+    with pytest.raises((RuntimeError, ValueError), match=r"cat\(\): expected a non-empty list of Tensors"):
+        ember.cat([])
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        ember.stack([ember.ones(2), ember.ones(3)])
+
+
+def test_view_reshape_expand_mismatch():
+    with pytest.raises(RuntimeError, match=r"shape '\[4\]' is invalid for input of size 6"):
+        ember.ones(2, 3).view(4)
+    with pytest.raises(RuntimeError, match=r"shape '\[-1, 4\]' is invalid for input of size 6"):
+        ember.ones(2, 3).view(-1, 4)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        ember.ones(2, 3).view(-1, -1)
+    with pytest.raises(RuntimeError, match=r"view size is not compatible.*Use \.reshape"):
+        ember.ones(2, 3).t().view(6)
+    with pytest.raises(RuntimeError, match=r"shape '\[5\]' is invalid for input of size 6"):
+        ember.ones(2, 3).reshape(5)
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        ember.ones(2, 3).expand(3, 3)
+    with pytest.raises(RuntimeError, match="duplicate dims"):
+        ember.ones(2, 3).permute(0, 0)
+    with pytest.raises(RuntimeError, match="chunk expects `chunks` to be greater than 0"):
+        ember.ones(2, 3).chunk(0)
+
+
+def test_out_dtype_mismatch():
+    with pytest.raises(RuntimeError, match="mm"):
+        ember.mm(ember.ones(2, 2), ember.ones(2, 2), out=ember.empty(2, 2, dtype=ember.int64))
+
+
+# ---------------------------------------------------------------- dim out of range
+
+DIMS = [
+    ("sum", lambda t: t.sum(2)),
+    ("sum", lambda t: t.sum(-3)),
+    ("mean", lambda t: t.mean(dim=(0, 5))),
+    ("softmax", lambda t: t.softmax(5)),
+    ("log_softmax", lambda t: ember.log_softmax(t, 2)),
+    ("transpose", lambda t: t.transpose(0, 2)),
+    ("select", lambda t: t.select(2, 0)),
+    ("unsqueeze", lambda t: t.unsqueeze(4)),
+    ("squeeze", lambda t: t.squeeze(3)),
+    ("argmax", lambda t: t.argmax(3)),
+    ("amax", lambda t: ember.amax(t, 2)),
+    ("flatten", lambda t: t.flatten(0, 4)),
+    ("permute", lambda t: t.permute(0, 2)),
+    ("narrow", lambda t: t.narrow(4, 0, 1)),
+    ("cat", lambda t: ember.cat([t, t], dim=2)),
+    ("size", lambda t: t.size(5)),
+    ("std", lambda t: t.std(2)),
+    ("split", lambda t: t.split(1, dim=3)),
+    ("unbind", lambda t: t.unbind(2)),
+]
+
+
+@pytest.mark.parametrize("op,fn", DIMS, ids=[f"{op}-{i}" for i, (op, _) in enumerate(DIMS)])
+def test_dim_out_of_range(op, fn):
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got") as e:
+        fn(ember.ones(2, 3))
+    assert op in message(e)
+
+
+def test_dim_out_of_range_reports_range_for_rank():
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-3, 2\], but got 4"):
+        ember.ones(2, 3).unsqueeze(4)  # unsqueeze accepts dim() + 1 positions
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
+        ember.cat([ember.ones(2)], dim=1)
+
+
+def test_select_index_out_of_range():
+    with pytest.raises(IndexError, match=r"select\(\): index 5 out of range for tensor of size \[2, 3\] at dimension 1"):
+        ember.ones(2, 3).select(1, 5)
+
+
+# ---------------------------------------------------------------- unsupported dtypes
+
+UNSUPPORTED = [
+    ("neg", lambda: ember.neg(ember.ones(2, dtype=ember.bool))),
+    ("neg", lambda: -ember.ones(2, dtype=ember.bool)),
+    ("relu", lambda: ember.relu(ember.ones(2, dtype=ember.bool))),
+    ("abs", lambda: ember.abs(ember.ones(2, dtype=ember.bool))),
+    ("softmax", lambda: ember.ones(2, dtype=ember.int64).softmax(0)),
+    ("mean", lambda: ember.ones(2, dtype=ember.int64).mean()),
+    ("std", lambda: ember.ones(3, dtype=ember.int64).std()),
+    ("mm", lambda: ember.mm(ember.ones(2, 2, dtype=ember.bool), ember.ones(2, 2, dtype=ember.bool))),
+    ("sub", lambda: ember.ones(2, dtype=ember.bool) - ember.ones(2, dtype=ember.bool)),
+]
+
+
+@pytest.mark.parametrize("op,fn", UNSUPPORTED, ids=[f"{op}-{i}" for i, (op, _) in enumerate(UNSUPPORTED)])
+def test_unsupported_dtype_raises_runtime_error_naming_op(op, fn):
+    with pytest.raises(RuntimeError) as e:
+        fn()
+    assert op in message(e)
+
+
+def test_promoting_ops_accept_any_dtype():
+    # sqrt/exp/sigmoid compute integer and bool inputs in the default float dtype.
+    for fn in (ember.sqrt, ember.exp, ember.sigmoid, ember.sin):
+        assert fn(ember.ones(2, dtype=ember.bool)).dtype == ember.float32
+        assert fn(ember.ones(2, dtype=ember.int64)).dtype == ember.float32
+
+
+def test_requires_grad_on_integer_tensor():
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        ember.ones(2, dtype=ember.int32).requires_grad_()
+
+
+# ---------------------------------------------------------------- argument parsing
+
+def test_unknown_keyword_lists_signature():
+    with pytest.raises(TypeError) as e:
+        ember.add(ember.ones(2), ember.ones(2), foo=1)
+    msg = message(e)
+    assert "add(" in msg and "other" in msg and "foo" in msg
+    with pytest.raises(TypeError) as e:
+        ember.ones(2).add(ember.ones(2), bogus=2)
+    msg = message(e)
+    assert "add(" in msg and "other" in msg and "bogus" in msg
+    with pytest.raises(TypeError) as e:
+        ember.ones(2, 3).sum(dimm=1)
+    msg = message(e)
+    assert "sum(" in msg and "dimm" in msg and "keepdim" in msg
+
+
+WRONG_TYPES = [
+    ("add(", "other", lambda: ember.add(ember.ones(2), "x")),
+    ("add(", "other", lambda: ember.add(ember.ones(2))),
+    ("add(", "other", lambda: ember.add(ember.ones(2), ember.ones(2), ember.ones(2), ember.ones(2))),
+    ("sum(", "dim", lambda: ember.ones(2, 3).sum("x")),
+    ("zeros(", "size", lambda: ember.zeros("a")),
+    ("zeros(", "dtype", lambda: ember.zeros(2, dtype="float")),
+    ("reshape(", "shape", lambda: ember.ones(2, 3).reshape(2.5, 2)),
+    ("view(", "size", lambda: ember.ones(2, 3).view("x")),
+    ("transpose(", "dim0", lambda: ember.ones(2, 3).transpose(0.5, 1)),
+    ("mm(", "mat2", lambda: ember.mm(ember.ones(2, 2), [1, 2])),
+    ("cat(", "tensors", lambda: ember.cat(ember.ones(2))),
+    ("cat(", "tensors", lambda: ember.cat([ember.ones(2), 1])),
+    ("full(", "fill_value", lambda: ember.full((2,))),
+    ("rand(", "size", lambda: ember.rand(2, "a")),
+    ("softmax(", "dim", lambda: ember.ones(2).softmax("a")),
+    ("ones_like(", "input", lambda: ember.ones_like([1, 2])),
+]
+
+
+@pytest.mark.parametrize("name,arg,fn", WRONG_TYPES, ids=[f"{n}{i}" for i, (n, _, _) in enumerate(WRONG_TYPES)])
+def test_wrong_argument_types(name, arg, fn):
+    with pytest.raises(TypeError) as e:
+        fn()
+    msg = message(e)
+    assert name in msg and arg in msg
+
+
+def test_unknown_attribute():
+    with pytest.raises(AttributeError, match="foobar"):
+        ember.ones(2).foobar
+    with pytest.raises(AttributeError, match="foobar"):
+        ember.foobar
+
+
+# ---------------------------------------------------------------- values
+
+def test_index_out_of_bounds():
+    t = ember.ones(2, 3)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 2"):
+        t[5]
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[ember.tensor([0, 7])]
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[:, -4]
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[1, 3] = 0.0
+
+
+def test_item_of_multi_element():
+    with pytest.raises(RuntimeError, match="a Tensor with 6 elements cannot be converted to Scalar"):
+        ember.ones(2, 3).item()
+
+
+def test_integer_to_negative_power():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        ember.tensor([2]) ** -1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        ember.pow(ember.tensor([2]), ember.tensor([-2]))
+    assert (ember.tensor([2.0]) ** -1).tolist() == [0.5]
+
+
+def test_integer_division_by_zero():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([1]) // 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([1]) % 0
+
+
+def test_where_requires_bool_condition():
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor"):
+        ember.where(ember.ones(2), ember.ones(2), ember.ones(2))
+
+
+def test_fill_with_non_scalar_tensor():
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
+        ember.zeros(2).fill_(ember.tensor([2.5]))
+
+
+def test_clamp_without_bounds():
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        ember.clamp(ember.ones(2))
+
+
+def test_creation_errors():
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ember.zeros(-1)
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        ember.arange(0, 10, 0)
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        ember.randint(5, 2, (3,))
+    with pytest.raises(ValueError):
+        ember.tensor([[1], [1, 2]])
+
+
+def test_empty_reduction_without_dim():
+    with pytest.raises(RuntimeError, match=r"max\(\): Expected reduction dim to be specified"):
+        ember.zeros(0).max()
+    with pytest.raises(IndexError, match=r"amax\(\): Expected reduction dim 0 to have non-zero size"):
+        ember.zeros(0, 3).amax(0)
+
+
+# ---------------------------------------------------------------- nothing crashes
+
+def run_isolated(code, timeout=120):
+    """Runs `code` in a fresh interpreter, so a crash (a signal) fails one test, not the run."""
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(ember.__file__))
+    env["PYTHONPATH"] = os.path.dirname(here) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_empty_tensor_reductions_do_not_crash():
+    p = run_isolated("""
+        import math, ember
+        z = ember.zeros(0, 3)
+        assert ember.zeros(0).sum().item() == 0.0
+        assert z.sum(0).tolist() == [0.0, 0.0, 0.0]
+        assert z.sum(1).tolist() == []
+        assert ember.zeros(3, 0).sum(1).tolist() == [0.0, 0.0, 0.0]
+        assert ember.zeros(0).prod().item() == 1.0
+        assert math.isnan(ember.zeros(0).mean().item())
+        assert all(math.isnan(v) for v in z.mean(0).tolist())
+        assert ember.zeros(0, dtype=ember.bool).all().item() is True
+        assert ember.zeros(0, dtype=ember.bool).any().item() is False
+        assert z.amax(1).tolist() == []
+        print("OK")
+    """)
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stderr[-2000:]}"
+    assert "OK" in p.stdout
+
+
+FUZZ = """
+    import ember
+    T = ember.ones(2, 3)
+    pool = [None, "x", T, ember.ones(4, 5), ember.tensor(1.5), ember.zeros(0, 3), ember.tensor([True, False]),
+            ember.tensor([[1, 2, 3]]), ember.ones(3, dtype=ember.bfloat16), ember.ones(2, 3, dtype=ember.float16),
+            100, -100, 1.5, 0, [T, ember.ones(3)], [[1, 2], [3]], (2, -1), ember.ones(3, 2).t()]
+    tensors = [x for x in pool if isinstance(x, ember.Tensor)]
+    allowed = (TypeError, RuntimeError, IndexError, ValueError, NotImplementedError, ZeroDivisionError,
+               OverflowError, AttributeError)
+    bad = []
+
+    def attempt(label, fn, *args, **kw):
+        try:
+            fn(*args, **kw)
+        except allowed:
+            pass
+        except Exception as e:
+            bad.append(f"{label}: {type(e).__name__}: {e}")
+
+    for op in sorted(ember._C._op_names):
+        fn = getattr(ember, op)
+        attempt(op, fn)
+        for a in pool:
+            attempt(op, fn, a)
+        for a in tensors:
+            for b in pool:
+                attempt(op, fn, a, b)
+        for b in (100, -100, 0, T, "x"):
+            for c in (100, -100, T, None):
+                attempt(op, fn, T, b, c)
+        attempt(op, fn, T, dim=100)
+        attempt(op, fn, T, foo=1)
+        attempt(op, fn, T, T, out=ember.empty(1, dtype=ember.int8))
+        attempt(op, fn, T, dtype="float")
+        method = getattr(ember.Tensor, op, None)
+        if method is not None:
+            for recv in tensors:
+                for b in pool:
+                    attempt("Tensor." + op, method, recv, b)
+    print("\\n".join(bad))
+    print("FUZZ-DONE", len(bad))
+"""
+
+
+def test_fuzzed_misuse_never_crashes():
+    p = run_isolated(FUZZ, timeout=300)
+    assert p.returncode == 0, f"interpreter died with rc={p.returncode}\n{p.stderr[-2000:]}"
+    assert "FUZZ-DONE 0" in p.stdout, p.stdout[-3000:]
