@@ -28,6 +28,8 @@ def camel(name):
 
 
 def node_name(op):
+    if op.derivative and op.derivative.name:
+        return op.derivative.name
     return camel(op.name) + "Backward" + ("1" if op.sig.overload else "0")
 
 
@@ -125,9 +127,11 @@ class OpGen:
         bool_input = next((i for i, p in enumerate(inputs) if op.cast.get(p.name) == "bool"), -1)
         names = {p.name: p.name for p in inputs + self.scalar_params}
         body = expr.scalar_cpp(op.scalar, names)
-        nonzero = None
+        nonzero = nonnegative = None
         if op.nonzero:
             nonzero = 1 + [p.name for p in inputs].index(op.nonzero)
+        if op.nonnegative:
+            nonnegative = 1 + [p.name for p in inputs].index(op.nonnegative)
         members = []
         inits = []
         for p in self.scalar_params:
@@ -154,6 +158,8 @@ class OpGen:
             "scalar_args": args_list(self.scalar_params),
             "dtypes_cpp": [(DTYPE_ENUM[d], DTYPE_CPP[d]) for d in op.dtypes],
             "nonzero": nonzero,
+            "nonnegative": nonnegative,
+            "require_one_of": op.require_one_of,
         }
 
     # ------------------------------------------------------------ reduction
@@ -211,6 +217,7 @@ def generate(model, out, shards, cuda):
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["cpp_param"] = param_type
     env.filters["addr"] = lambda name: "&" + name
+    env.filters["squote"] = lambda name: f"'{name}'"
     env.filters["param_spec"] = param_spec
     env.filters["cstring"] = lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
     gens = [OpGen(model, op) for op in model.ops]

@@ -17,13 +17,14 @@ KINDS = ("pointwise", "reduction", "kernel", "view", "composite", "factory")
 PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
-           "doc", "test", "nonzero"}
+           "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of"}
 DEVICES = ("cpu", "cuda")
 
 
 @dataclass
 class Derivative:
     line: int
+    name: str               # the node class name (e.g. "DivBackward0"), or "" for the default
     formulas: dict          # argument name -> ast.Expression
     formula_lines: dict     # argument name -> line
     text: dict              # argument name -> source text
@@ -46,6 +47,9 @@ class Op:
     reduce: dict = None
     kernels: dict = field(default_factory=dict)
     nonzero: str = None
+    reject_bool: str = ""   # the error raised when any input is bool
+    nonnegative: str = None  # an integer input that must not hold negative values (pow's exponent)
+    require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
     derivative: Derivative = None
 
     @property
@@ -148,6 +152,18 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("nonzero"), f"{sig.full_name}: unknown argument '{entry['nonzero']}'")
         op.nonzero = entry["nonzero"]
 
+    if "nonnegative" in entry:
+        if entry["nonnegative"] not in names:
+            raise SpecError(file, entry.line_of("nonnegative"), f"{sig.full_name}: unknown argument '{entry['nonnegative']}'")
+        op.nonnegative = entry["nonnegative"]
+    if "require_one_of" in entry:
+        for n in entry["require_one_of"]:
+            p = sig.param(n)
+            if p is None or not p.type.optional:
+                raise SpecError(file, entry.line_of("require_one_of"), f"{sig.full_name}: '{n}' is not an optional argument")
+        op.require_one_of = list(entry["require_one_of"])
+    if "reject_bool" in entry:
+        op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":
         op.promote = entry.get("promote")
         if op.promote not in PROMOTE:
@@ -214,8 +230,11 @@ def _parse_derivative(entry, model, file):
     if op.kind in ("composite", "factory"):
         raise SpecError(file, entry.line, f"'{op.full_name}' is {op.kind}: autograd records the ops it is made of")
     formulas, lines, texts = {}, {}, {}
+    node_name = str(entry.get("name", ""))
+    if node_name and not re.fullmatch(r"[A-Z]\w*", node_name):
+        raise SpecError(file, entry.line_of("name"), f"bad node name {node_name!r}")
     for arg, text in entry.items():
-        if arg == "op":
+        if arg in ("op", "name"):
             continue
         param = op.sig.param(arg)
         if param is None:
@@ -227,7 +246,7 @@ def _parse_derivative(entry, model, file):
         except expr.ExprError as e:
             raise SpecError(file, entry.line_of(arg), f"{op.full_name}.{arg}: {e}") from None
         lines[arg], texts[arg] = entry.line_of(arg), str(text)
-    return Derivative(entry.line, formulas, lines, texts)
+    return Derivative(entry.line, node_name, formulas, lines, texts)
 
 
 def load_model(ops_path, derivatives_path):

@@ -110,6 +110,9 @@ def _body(op, ov, has_out, inplace):
         lines.append("Py_INCREF(self_obj); return self_obj;")
     elif len(op.sig.returns) > 1:
         lines.append(f"return wrap_tuple(ember::{op.cpp_name}({args}), return_type_{op.cpp_name});")
+    elif ov.form == "method" and op.returns_tensor:
+        # `x.to(x.dtype) is x`, as in PyTorch: an op returning its receiver returns the same object.
+        lines.append(f"return wrap_same(ember::{op.cpp_name}({args}), self_obj);")
     else:
         lines.append(f"return wrap(ember::{op.cpp_name}({args}));")
     return "\n      ".join(lines)

@@ -2,6 +2,8 @@
 freeing, version counters, leaf rules, grad_fn structure, grad modes,
 autograd.grad (incl. higher order) and gradients through views and common ops.
 Expected values were worked out by hand and checked once against PyTorch 2.13."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -297,7 +299,6 @@ def test_non_leaf_grad_is_none():
     x = leaf([1.0, 2.0])
     y = x * 2
     (y * y).sum().backward()
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert y.grad is None

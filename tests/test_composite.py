@@ -511,3 +511,61 @@ def test_zero_():
     r = x.zero_()
     np.testing.assert_array_equal(np_(x), np.zeros((2, 3)))
     np.testing.assert_array_equal(np_(r), np.zeros((2, 3)))
+
+
+# ---------------------------------------------------------------- autograd records of composites
+
+@pytest.mark.parametrize("name,expr", [
+    ("CloneBackward0", lambda a: a.clone()),
+    ("ToCopyBackward0", lambda a: a.double()),
+    ("ToCopyBackward0", lambda a: a.to(ember.float16)),
+    ("MeanBackward0", lambda a: a.mean()),
+    ("MeanBackward1", lambda a: a.mean(0)),
+    ("CatBackward0", lambda a: ember.cat([a, a])),
+    ("StackBackward0", lambda a: ember.stack([a, a], 1)),
+    ("MmBackward0", lambda a: ember.matmul(a, a)),
+])
+def test_composite_grad_fn_names(name, expr):
+    a = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    assert expr(a).grad_fn.name() == name
+
+
+def test_conversion_grads():
+    a = ember.tensor([1.5, -2.0], requires_grad=True)
+    d = a.double()
+    assert d.requires_grad and d.dtype == ember.float64
+    (d * d).sum().backward()
+    assert a.grad.dtype == ember.float32
+    np.testing.assert_array_equal(np_(a.grad), [3.0, -4.0])
+    assert not a.to(ember.int64).requires_grad
+    assert a.to(ember.float32) is a or a.to(ember.float32).data_ptr() == a.data_ptr()
+    c = a.clone()
+    assert c.requires_grad and not c.is_leaf
+    (c * 3).sum().backward()
+    np.testing.assert_array_equal(np_(a.grad), [6.0, -1.0])
+    with ember.no_grad():
+        assert not a.clone().requires_grad
+        assert not a.double().requires_grad
+        assert not ember.cat([a, a]).requires_grad
+        assert not a.mean().requires_grad
+
+
+def test_double_backward_through_composites():
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = ember.stack([x * x, x], 0)  # [[x^2], [x]]
+    z = ember.cat([y.mean(1), ember.clone(x * x * x)]).double().sum()
+    (g,) = ember.autograd.grad(z, [x], create_graph=True)
+    # z = mean(x^2) + mean(x) + sum(x^3): dz/dx = 2x/3 + 1/3 + 3x^2
+    xs = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(np_(g), 2 * xs / 3 + 1 / 3 + 3 * xs ** 2, rtol=1e-6)
+    (g2,) = ember.autograd.grad(g.sum(), [x])
+    np.testing.assert_allclose(np_(g2), 2 / 3 + 6 * xs, rtol=1e-6)
+
+
+def test_mean_dtype_grad():
+    a = ember.tensor([[1.0, 2.0], [3.0, 5.0]], requires_grad=True)
+    m = ember.mean(a, 1, keepdim=True, dtype=ember.float64)
+    assert m.dtype == ember.float64 and tuple(m.shape) == (2, 1)
+    m.sum().backward()
+    assert a.grad.dtype == ember.float32
+    np.testing.assert_array_equal(np_(a.grad), np.full((2, 2), 0.5))

@@ -21,7 +21,7 @@ from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
     Tensor, dtype, device, Generator, default_generator,
     bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    is_grad_enabled, manual_seed, initial_seed, get_num_threads, set_num_threads,
+    is_grad_enabled, initial_seed, get_num_threads, set_num_threads,
     get_default_dtype, set_default_dtype, promote_types,
 )
 
@@ -49,5 +49,13 @@ from ._creation import (  # noqa: E402,F401
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends  # noqa: E402,F401
+
+
+
+def manual_seed(seed):
+    """Seeds the default generator; returns it."""
+    _C.manual_seed(seed)
+    return default_generator
+
 
 __version__ = "0.1.0"

@@ -194,4 +194,5 @@ def result_type(tensor1, tensor2):
 
 
 _C._set_legacy_new(lambda data: tensor(data, dtype=_C.get_default_dtype()))
-_C._set_index_tensor_from(lambda data: tensor(data))
+_C._set_index_tensor_from(
+    lambda data: tensor(data, dtype=_C.int64) if isinstance(data, (list, tuple)) and not data else tensor(data))

@@ -56,13 +56,16 @@ bool check_type(PyObject* o, const ParamSpec& p) {
     case ArgType::Float: return is_number(o) && !PyBool_Check(o);
     case ArgType::Bool: return PyBool_Check(o);
     case ArgType::Str: return PyUnicode_Check(o);
-    case ArgType::Scalar: return is_number(o) || (is_tensor(o) && tensor_of(o).numel() == 1);
+    case ArgType::Scalar: return is_number(o) || is_tensor(o);
     case ArgType::ScalarType: return PyObject_TypeCheck(o, DTypeType);
     case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || is_int(o);
     case ArgType::Generator: return PyObject_TypeCheck(o, GeneratorType);
   }
   return false;
 }
+
+// The op being parsed, for messages raised while converting its arguments.
+thread_local const char* t_current_op = "";
 
 // Keeps a tuple of gathered varargs sizes alive until the converters have run.
 thread_local PyObject* t_varargs = nullptr;
@@ -125,6 +128,7 @@ bool try_match(const OverloadSpec& ov, PyObject* const* args, Py_ssize_t nargs, 
 
 int parse_args(const char* name, const OverloadSpec* overloads, int n, PyObject* const* args, Py_ssize_t nargs,
                PyObject* kwnames, PyObject** out) {
+  t_current_op = name;
   for (int k = 0; k < n; ++k)
     if (try_match(overloads[k], args, nargs, kwnames, out, nullptr)) return k;
   std::string msg;
@@ -161,7 +165,12 @@ static Scalar number_to_scalar(PyObject* o) {
     return Scalar((int64_t)v);
   }
   if (PyFloat_Check(o)) return Scalar(PyFloat_AS_DOUBLE(o));
-  if (is_tensor(o)) return tensor_of(o).item();
+  if (is_tensor(o)) {
+    const Tensor& t = tensor_of(o);
+    EMBER_CHECK(t.dim() == 0, Runtime, t_current_op, " only supports 0-dimension value tensor but got tensor with ",
+                t.dim(), " dimensions.");
+    return t.item();
+  }
   // NumPy scalars and other number-likes: integers through __index__, else __float__.
   if (PyIndex_Check(o) && !PyFloat_Check(o)) {
     PyObject* i = PyNumber_Index(o);

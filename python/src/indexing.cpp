@@ -67,7 +67,7 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
     if (it == Py_Ellipsis) {
       EMBER_CHECK(!seen_ellipsis, Index, "an index can only have a single ellipsis ('...')");
       seen_ellipsis = true;
-    } else if (it == Py_None) {
+    } else if (it == Py_None || PyBool_Check(it)) {
     } else if (is_tensor(it) && (tensor_of(it).dtype() == ScalarType::Bool || tensor_of(it).dtype() == ScalarType::UInt8)) {
       consumed += std::max<int64_t>(tensor_of(it).dim(), 1) * (tensor_of(it).dim() > 0);
     } else {
@@ -78,16 +78,19 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
 
   Indexed r;
   r.view = self;
-  int64_t dim = 0;
+  int64_t dim = 0;       // the next dim of r.view
+  int64_t self_dim = 0;  // the next dim of self, for error messages
   std::vector<std::pair<int64_t, Tensor>> adv;
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* it = PyTuple_GET_ITEM(tup, i);
-    if (is_index_int(it)) {
-      int64_t idx = arg_int(it);
+    bool zero_dim_int = is_tensor(it) && tensor_of(it).dim() == 0 && is_integral(tensor_of(it).dtype(), false);
+    if (is_index_int(it) || zero_dim_int) {
+      int64_t idx = zero_dim_int ? tensor_of(it).item().to_int() : arg_int(it);
       int64_t size = r.view.sizes()[dim];
-      EMBER_CHECK(idx >= -size && idx < size, Index, "index ", idx, " is out of bounds for dimension ", dim,
+      EMBER_CHECK(idx >= -size && idx < size, Index, "index ", idx, " is out of bounds for dimension ", self_dim,
                   " with size ", size);
       r.view = ember::select(r.view, dim, idx);
+      ++self_dim;
     } else if (PySlice_Check(it)) {
       auto* s = reinterpret_cast<PySliceObject*>(it);
       std::optional<int64_t> start, stop;
@@ -98,11 +101,13 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
       EMBER_CHECK(step > 0, Value, "step must be greater than zero");
       r.view = ember::slice(r.view, dim, start, stop, step);
       ++dim;
+      ++self_dim;
     } else if (it == Py_None) {
       r.view = ember::unsqueeze(r.view, dim);
       ++dim;
     } else if (it == Py_Ellipsis) {
       dim += self.dim() - consumed;
+      self_dim += self.dim() - consumed;
     } else {
       Tensor t;
       if (is_tensor(it)) {
@@ -130,10 +135,12 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
                       " does not match the shape of the indexed tensor ", r.view.sizes(), " at index ", dim + d);
         TensorList parts = mask_to_indices(t);
         for (auto& p : parts) adv.push_back({dim++, p});
+        self_dim += t.dim();
       } else {
-        EMBER_CHECK(is_integral(t.dtype(), false), Index,
+        EMBER_CHECK(t.dtype() == ScalarType::Int64 || t.dtype() == ScalarType::Int32, Index,
                     "tensors used as indices must be long, int, byte or bool tensors");
         adv.push_back({dim++, t});
+        ++self_dim;
       }
     }
   }
@@ -159,7 +166,7 @@ PyObject* tensor_getitem(PyObject* self, PyObject* index) {
   }
   Indexed r = apply_index(t, index);
   if (r.has_advanced) return wrap(ember::index(r.view, r.advanced));
-  if (r.view.is_same(t)) return wrap(ember::slice(t, 0, std::nullopt, std::nullopt, 1));  // x[...] is a new view
+  if (r.view.is_same(t)) return wrap(ember::view(t, t.sizes()));  // x[...] is a new view
   return wrap(r.view);
   EMBER_PY_END
 }

@@ -48,6 +48,8 @@ inline const Tensor& tensor_of(PyObject* o) { return reinterpret_cast<PyTensor*>
 // A new Python object for `t` (None when undefined).
 PyObject* wrap(Tensor t);
 PyObject* wrap(const TensorList& ts);
+// `receiver` itself when `t` is its tensor, else a new object.
+PyObject* wrap_same(Tensor t, PyObject* receiver);
 PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
 

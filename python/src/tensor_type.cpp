@@ -22,6 +22,14 @@ PyObject* wrap(Tensor t) {
   return obj;
 }
 
+PyObject* wrap_same(Tensor t, PyObject* receiver) {
+  if (t.defined() && t.is_same(tensor_of(receiver))) {
+    Py_INCREF(receiver);
+    return receiver;
+  }
+  return wrap(std::move(t));
+}
+
 PyObject* wrap(const TensorList& ts) {
   PyObject* tup = PyTuple_New((Py_ssize_t)ts.size());
   for (size_t i = 0; i < ts.size(); ++i) PyTuple_SET_ITEM(tup, i, wrap(ts[i]));
@@ -124,7 +132,15 @@ int set_requires_grad(PyObject* self, PyObject* v, void*) {
     return 0;
   } catch (const std::exception& e) { set_python_error(e); return -1; }
 }
-PyObject* get_grad(PyObject* self, void*) { return wrap(SELF.grad()); }
+PyObject* get_grad(PyObject* self, void*) {
+  if (!SELF.is_leaf() && !(SELF.impl()->autograd && SELF.impl()->autograd->retained_grad) &&
+      PyErr_WarnEx(PyExc_UserWarning,
+                   "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                   "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                   "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", 1) < 0)
+    return nullptr;
+  return wrap(SELF.grad());
+}
 int set_grad(PyObject* self, PyObject* v, void*) {
   if (!v || v == Py_None) { if (SELF.impl()->autograd) SELF.set_grad(Tensor()); return 0; }
   if (!is_tensor(v)) { PyErr_SetString(PyExc_TypeError, "assigned grad expected to be a Tensor or None"); return -1; }
@@ -234,7 +250,14 @@ PyObject* m_detach_(PyObject* self, PyObject*) {
 PyObject* m_retain_grad(PyObject* self, PyObject*) {
   EMBER_PY_BEGIN
   EMBER_CHECK(SELF.requires_grad(), Runtime, "can't retain_grad on Tensor that has requires_grad=False");
-  if (!SELF.is_leaf()) SELF.impl()->autograd_meta().retains_grad = true;
+  if (!SELF.is_leaf()) {
+    AutogradMeta& meta = SELF.impl()->autograd_meta();
+    if (!meta.retained_grad) {
+      meta.retains_grad = true;
+      meta.retained_grad = std::make_shared<Tensor>();
+      meta.grad_fn->retained.push_back({meta.output_nr, meta.retained_grad});
+    }
+  }
   Py_RETURN_NONE;
   EMBER_PY_END
 }
@@ -291,29 +314,23 @@ Tensor add2(const Tensor& a, const Tensor& b) { return ember::add(a, b); }
 Tensor sub2(const Tensor& a, const Tensor& b) { return ember::sub(a, b); }
 Tensor add2_(const Tensor& a, const Tensor& b) { return ember::add_(a, b); }
 Tensor sub2_(const Tensor& a, const Tensor& b) { return ember::sub_(a, b); }
-Tensor bool_only(const Tensor& a, const Tensor& b, const char* op) {
-  EMBER_CHECK(a.dtype() == ScalarType::Bool && b.dtype() == ScalarType::Bool, Type, op,
-              ": only bool tensors are supported (bitwise ops on integers are not implemented yet)");
-  return a;
-}
-Tensor and2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_and"); return ember::logical_and(a, b); }
-Tensor or2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_or"); return ember::logical_or(a, b); }
-Tensor xor2(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_xor"); return ember::ne(a, b); }
-Tensor and2_(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_and_"); return ember::logical_and_(a, b); }
-Tensor or2_(const Tensor& a, const Tensor& b) { bool_only(a, b, "bitwise_or_"); return ember::logical_or_(a, b); }
+Tensor and2(const Tensor& a, const Tensor& b) { return ember::bitwise_and(a, b); }
+Tensor or2(const Tensor& a, const Tensor& b) { return ember::bitwise_or(a, b); }
+Tensor xor2(const Tensor& a, const Tensor& b) { return ember::bitwise_xor(a, b); }
+Tensor and2_(const Tensor& a, const Tensor& b) { return ember::bitwise_and_(a, b); }
+Tensor or2_(const Tensor& a, const Tensor& b) { return ember::bitwise_or_(a, b); }
+Tensor xor2_(const Tensor& a, const Tensor& b) { return ember::bitwise_xor_(a, b); }
+Tensor lshift2(const Tensor& a, const Tensor& b) { return ember::bitwise_left_shift(a, b); }
+Tensor rshift2(const Tensor& a, const Tensor& b) { return ember::bitwise_right_shift(a, b); }
+Tensor lshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_left_shift_(a, b); }
+Tensor rshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_right_shift_(a, b); }
 
 PyObject* nb_pow(PyObject* a, PyObject* b, PyObject*) { return binary<ember::pow>(a, b); }
 PyObject* nb_ipow(PyObject* a, PyObject* b, PyObject*) { return inplace<ember::pow_>(a, b); }
 PyObject* nb_neg(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::neg(tensor_of(a))); EMBER_PY_END }
 PyObject* nb_pos(PyObject* a) { Py_INCREF(a); return a; }
 PyObject* nb_abs(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::abs(tensor_of(a))); EMBER_PY_END }
-PyObject* nb_invert(PyObject* a) {
-  EMBER_PY_BEGIN
-  EMBER_CHECK(tensor_of(a).dtype() == ScalarType::Bool, Type,
-              "bitwise_not: only bool tensors are supported (bitwise ops on integers are not implemented yet)");
-  return wrap(ember::logical_not(tensor_of(a)));
-  EMBER_PY_END
-}
+PyObject* nb_invert(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::bitwise_not(tensor_of(a))); EMBER_PY_END }
 int nb_bool(PyObject* a) {
   try {
     const Tensor& t = tensor_of(a);
@@ -324,14 +341,14 @@ int nb_bool(PyObject* a) {
 PyObject* nb_float(PyObject* a) {
   EMBER_PY_BEGIN
   const Tensor& t = tensor_of(a);
-  EMBER_CHECK(t.numel() == 1, Type, "only one element tensors can be converted to Python scalars");
+  EMBER_CHECK(t.numel() == 1, Value, "only one element tensors can be converted to Python scalars");
   return PyFloat_FromDouble(t.item().to_double());
   EMBER_PY_END
 }
 PyObject* nb_int(PyObject* a) {
   EMBER_PY_BEGIN
   const Tensor& t = tensor_of(a);
-  EMBER_CHECK(t.numel() == 1, Type, "only one element tensors can be converted to Python scalars");
+  EMBER_CHECK(t.numel() == 1, Value, "only one element tensors can be converted to Python scalars");
   Scalar s = t.item();
   if (s.is_floating()) return PyLong_FromDouble(s.to_double());
   return PyLong_FromLongLong(s.to_int());
@@ -417,6 +434,11 @@ std::vector<PyMethodDef>* create_tensor_type() {
       {Py_nb_inplace_power, (void*)nb_ipow},
       {Py_nb_inplace_and, (void*)inplace<and2_>},
       {Py_nb_inplace_or, (void*)inplace<or2_>},
+      {Py_nb_inplace_xor, (void*)inplace<xor2_>},
+      {Py_nb_lshift, (void*)binary<lshift2>},
+      {Py_nb_rshift, (void*)binary<rshift2>},
+      {Py_nb_inplace_lshift, (void*)inplace<lshift2_>},
+      {Py_nb_inplace_rshift, (void*)inplace<rshift2_>},
       {Py_nb_negative, (void*)nb_neg},
       {Py_nb_positive, (void*)nb_pos},
       {Py_nb_absolute, (void*)nb_abs},

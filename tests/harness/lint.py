@@ -61,7 +61,7 @@ def lint(spec):
             problems.append(f"derivatives.yaml: {name}: no such op in ops.yaml")
             continue
         params = {p.name for p in op.params if p.is_tensor or p.is_tensor_list}
-        for k in keys - {"op", "result", "output_differentiability"}:
+        for k in keys - {"op", "name", "result", "output_differentiability"}:
             if k not in params:
                 problems.append(f"derivatives.yaml: {name}: {k!r} is not a tensor input of the op")
     return problems

@@ -24,6 +24,8 @@ struct InputMeta {
 struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;     // one per differentiable input
   std::vector<InputMeta> input_meta;  // parallel to next_edges
+  // retain_grad(): gradients arriving for output k are also kept in the slot.
+  std::vector<std::pair<uint32_t, std::shared_ptr<Tensor>>> retained;
   uint64_t sequence_nr;
   Node();
   virtual ~Node() = default;
@@ -45,6 +47,7 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;
   uint32_t output_nr = 0;
   Ref<TensorImpl> view_base;  // set for views of tensors in a graph
+  std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
 };
 
 // Accumulates into a leaf's .grad.

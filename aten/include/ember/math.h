@@ -135,6 +135,35 @@ template <typename T> EMBER_HD inline T remainder(T a, T b) {
     } else return a % b;
   }
 }
+// Bitwise ops on integers; on bool they are the logical ones.
+template <typename T> EMBER_HD inline T bitwise_and(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return (T)(a & b); else return T(0);
+}
+template <typename T> EMBER_HD inline T bitwise_or(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return (T)(a | b); else return T(0);
+}
+template <typename T> EMBER_HD inline T bitwise_xor(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return (T)(a ^ b); else return T(0);
+}
+template <typename T> EMBER_HD inline T bitwise_not(T a) {
+  if constexpr (std::is_same_v<T, bool>) return !a;
+  else if constexpr (std::is_integral_v<T>) return (T)~a;
+  else return T(0);
+}
+// Shifts as PyTorch does them: counts past the width give 0 (or the sign for >>).
+template <typename T> EMBER_HD inline T left_shift(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    if (b < 0 || b >= (T)(sizeof(T) * 8)) return 0;
+    return (T)((U)a << b);
+  } else return T(0);
+}
+template <typename T> EMBER_HD inline T right_shift(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (b < 0 || b >= (T)(sizeof(T) * 8)) return a < 0 ? (T)-1 : (T)0;
+    return (T)(a >> b);
+  } else return T(0);
+}
 template <typename T> EMBER_HD inline T pow(T a, T b) {
   if constexpr (std::is_same_v<T, float>) return ::powf(a, b);
   else if constexpr (std::is_same_v<T, double>) return ::pow(a, b);

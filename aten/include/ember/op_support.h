@@ -16,10 +16,15 @@ Fn kernel_for(Fn* table, Device device, const char* op) {
 }
 
 // Tensors on one device; the first tensor's dtype among the op's declared dtypes.
-void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors);
+// `as`: the dtype= argument, when the op converts its input first.
+void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors,
+                       std::optional<ScalarType> as = std::nullopt);
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
 // Integer division by zero raises ZeroDivisionError, as PyTorch does on the CPU.
 void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* op);
+// Integer powers with negative exponents raise, as PyTorch does.
+void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op);
+void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message);
 // The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);

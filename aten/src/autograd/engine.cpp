@@ -85,6 +85,10 @@ struct GraphTask {
           for (auto& [nr, slot] : cap->second)
             if (nr < inputs.size()) (*results)[slot] = inputs[nr];
       }
+      for (auto& [nr, slot] : n->retained) {
+        if (nr >= inputs.size() || !inputs[nr].defined()) continue;
+        *slot = slot->defined() ? ember::add(*slot, inputs[nr]) : ember::clone(inputs[nr]);
+      }
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
       if (!(capture_only && is_leaf_acc) && inputs[0].defined()) {

@@ -106,16 +106,88 @@ void check_inplace(const Tensor& self, const char* op) {
     EMBER_FAIL(Runtime, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
+namespace {
+
+// Where a view sits inside its base: enough to rebuild it on a gradient.
+struct ViewGeometry {
+  DimVector base_sizes, base_strides, sizes, strides;
+  int64_t offset = 0;  // relative to the base's first element
+  ScalarType dtype = ScalarType::Float32;
+  Device device;
+
+  // A zero tensor laid out like the base, and the view's region inside it.
+  std::pair<Tensor, Tensor> blank() const {
+    Tensor full = empty_strided_tensor(base_sizes, base_strides, dtype, device);
+    ember::fill_(full, Scalar(int64_t(0)));
+    return {full, make_view(full, sizes, strides, offset)};
+  }
+};
+
+// The base's new history after an in-place op on one of its views (PyTorch's
+// CopySlices): the base's gradient passes through, except inside the view,
+// where the op's own backward applies.
+struct CopySlices final : Node {
+  ViewGeometry geo;
+  std::shared_ptr<Node> fn;
+  std::string name() const override { return "CopySlices"; }
+  TensorList apply(TensorList&& grads) override {
+    auto [result, region] = geo.blank();
+    ember::copy_(result, grads[0], false);
+    TensorList res = fn->apply({ember::clone(region)});
+    if (!res.empty() && res[0].defined()) ember::copy_(region, res[0], false);
+    else ember::fill_(region, Scalar(int64_t(0)));
+    TensorList out(next_edges.size());
+    out[0] = result;
+    for (size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+    return out;
+  }
+  void release_saved() override { fn->release_saved(); }
+};
+
+// The view's new history: its gradient is its region of the base's.
+struct AsStridedBackward final : Node {
+  ViewGeometry geo;
+  std::string name() const override { return "AsStridedBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    auto [result, region] = geo.blank();
+    ember::copy_(region, grads[0], false);
+    return {result};
+  }
+};
+
+}  // namespace
+
 void check_view_inplace(const Tensor& self, const char* op) {
   AutogradMeta* meta = self.impl()->autograd.get();
-  EMBER_CHECK(!meta || !meta->view_base, Runtime, op,
-              ": an in-place operation on a view that is part of an autograd graph is not supported yet; "
-              "clone() the view first");
+  if (!meta || !meta->view_base) return;
+  Tensor base(meta->view_base);
+  EMBER_CHECK(!(base.is_leaf() && base.requires_grad()), Runtime, op,
+              ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op) {
   check_view_inplace(self, op);
   AutogradMeta& meta = self.impl()->autograd_meta();
+  if (meta.view_base) {
+    Tensor base(meta.view_base);
+    ViewGeometry geo{base.sizes(), base.strides(), self.sizes(), self.strides(), self.offset() - base.offset(),
+                     self.dtype(), self.device()};
+    auto copy = std::make_shared<CopySlices>();
+    copy->geo = geo;
+    copy->fn = node;
+    copy->next_edges = node->next_edges;
+    copy->input_meta = node->input_meta;
+    copy->next_edges[0] = base.requires_grad() ? gradient_edge(base) : Edge{};
+    copy->input_meta[0] = {base.sizes(), base.dtype(), base.device()};
+    set_history(base, copy);
+    auto view_fn = std::make_shared<AsStridedBackward>();
+    view_fn->geo = geo;
+    view_fn->next_edges.push_back({copy, 0});
+    view_fn->input_meta.push_back({base.sizes(), base.dtype(), base.device()});
+    meta.grad_fn = view_fn;
+    meta.output_nr = 0;
+    return;
+  }
   meta.grad_fn = node;
   meta.output_nr = 0;
 }

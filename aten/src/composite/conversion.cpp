@@ -22,16 +22,35 @@ bool same_device(Device have, Device want) {
   return have.type == want.type && (have.index == want.index || have.index < 0 || want.index < 0);
 }
 
+// The gradient of a conversion: converted back to the input's dtype and device.
+struct ToCopyBackward final : Node {
+  std::string name() const override { return "ToCopyBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    TensorList out(1);
+    if (!should_compute(0) || !grads[0].defined()) return out;
+    const InputMeta& meta = input_meta[0];
+    Tensor g = grads[0];
+    if (!same_device(g.device(), meta.device)) g = ember::to_device(g, meta.device, meta.dtype, false, false);
+    else if (g.dtype() != meta.dtype) g = ember::to_dtype(g, meta.dtype, false, false);
+    out[0] = g;
+    return out;
+  }
+};
+
 Tensor convert(const Tensor& self, Device device, ScalarType dtype) {
+  // Integral results never take part in autograd.
+  const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
   Tensor result = empty_tensor(self.sizes(), dtype, device);
-  if (is_floating(dtype)) {
-    ember::copy_(result, self);
-  } else {
-    // Integral results never take part in autograd.
+  {
     NoGradGuard guard;
     ember::copy_(result, self);
   }
   result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
+  if (track) {
+    auto node = std::make_shared<ToCopyBackward>();
+    node->add_input(self);
+    autograd::set_history(result, node);
+  }
   return result;
 }
 

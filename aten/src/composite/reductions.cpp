@@ -1,7 +1,10 @@
 // Reductions composed of kernels: mean, var, std, and the whole-tensor max/min.
+// mean records its own node (MeanBackward0/1); the others record their parts.
 #include <algorithm>
 #include <optional>
 
+#include "ember/autograd.h"
+#include "ember/autograd_helpers.h"
 #include "ember/ops.h"
 #include "ember/reduce.h"
 #include "ember/tensor.h"
@@ -52,6 +55,24 @@ Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::o
   return low ? ember::to_dtype(v, self.dtype()) : v;
 }
 
+// mean's gradient: spread evenly over the reduced elements.
+struct MeanBackward final : Node {
+  std::optional<IntList> dim;
+  bool keepdim = false;
+  DimVector self_shape;
+  int64_t count = 1;
+  std::string name() const override { return dim ? "MeanBackward1" : "MeanBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    TensorList out(1);
+    if (!should_compute(0) || !grads[0].defined()) return out;
+    Tensor g = autograd::expand_reduced(grads[0], self_shape, dim, keepdim);
+    g = ember::true_divide(g, wrap_number(Scalar(count)));
+    if (g.dtype() != input_meta[0].dtype) g = ember::to_dtype(g, input_meta[0].dtype);
+    out[0] = g;
+    return out;
+  }
+};
+
 }  // namespace
 
 Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepdim, std::optional<ScalarType> dtype) {
@@ -59,10 +80,24 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepd
   EMBER_CHECK(is_floating(dt), Runtime, "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
               " dtype must be either a floating point or complex dtype. Got: ", dtype_title(dt));
   std::optional<IntList> dim = all_if_empty(dim_in);
-  Tensor src = dt == self.dtype() ? self : ember::to_dtype(self, dt);
-  int64_t n = reduced_count(src, dim, "mean");
-  Tensor s = ember::sum(src, dim, keepdim, std::nullopt);
-  return ember::true_divide(s, wrap_number(Scalar(n)));
+  const int64_t n = reduced_count(self, dim, "mean");
+  const bool track = autograd::any_requires_grad({&self});
+  Tensor result;
+  {
+    NoGradGuard guard;
+    Tensor src = dt == self.dtype() ? self : ember::to_dtype(self, dt);
+    result = ember::true_divide(ember::sum(src, dim, keepdim, std::nullopt), wrap_number(Scalar(n)));
+  }
+  if (track) {
+    auto node = std::make_shared<MeanBackward>();
+    node->dim = dim;
+    node->keepdim = keepdim;
+    node->self_shape = self.sizes();
+    node->count = n;
+    node->add_input(self);
+    autograd::set_history(result, node);
+  }
+  return result;
 }
 
 Tensor var(const Tensor& self, const std::optional<IntList>& dim, std::optional<bool> unbiased, bool keepdim,

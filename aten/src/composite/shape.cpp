@@ -1,6 +1,7 @@
 // Shape ops built from views and copies: reshape, flatten, clone, cat, split...
-// They call the public ember:: ops, so autograd records what they are made of
-// (cat, which writes into a fresh tensor, records its own node).
+// They call the public ember:: ops, so autograd records what they are made of;
+// clone, cat and stack, which write into a fresh tensor, record their own node
+// (named as PyTorch names it) so the result joins the graph.
 #include <memory>
 #include <optional>
 
@@ -45,10 +46,33 @@ Tensor contiguous(const Tensor& self) {
   return ember::clone(self);
 }
 
+namespace {
+
+// clone's gradient passes straight through.
+struct CloneBackward final : Node {
+  std::string name() const override { return "CloneBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    TensorList out(1);
+    if (should_compute(0)) out[0] = grads[0];
+    return out;
+  }
+};
+
+}  // namespace
+
 Tensor clone(const Tensor& self) {
+  const bool track = autograd::any_requires_grad({&self});
   Tensor result = empty_tensor(self.sizes(), self.dtype(), self.device());
-  ember::copy_(result, self);
+  {
+    NoGradGuard guard;
+    ember::copy_(result, self);
+  }
   result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
+  if (track) {
+    auto node = std::make_shared<CloneBackward>();
+    node->add_input(self);
+    autograd::set_history(result, node);
+  }
   return result;
 }
 
@@ -69,6 +93,23 @@ namespace {
 
 // A legacy empty tensor (1-D, size 0) is skipped by cat whatever the other shapes.
 bool cat_should_skip(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
+
+// The gradient of stack: each input gets its slice of the output's gradient.
+struct StackBackward final : Node {
+  int64_t dim = 0;
+  std::string name() const override { return "StackBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    const Tensor& grad = grads[0];
+    TensorList out(next_edges.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!should_compute(i) || !grad.defined()) continue;
+      Tensor g = ember::select(grad, dim, (int64_t)i);
+      if (g.dtype() != input_meta[i].dtype) g = ember::to_dtype(g, input_meta[i].dtype);
+      out[i] = g;
+    }
+    return out;
+  }
+};
 
 // The gradient of cat: each input gets its slice of the output's gradient.
 struct CatBackward final : Node {
@@ -174,10 +215,22 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
                 "stack expects each tensor to be equal size, but got ", tensors[0].sizes(), " at entry 0 and ",
                 tensors[i].sizes(), " at entry ", i);
   }
-  TensorList parts;
-  parts.reserve(tensors.size());
-  for (const Tensor& t : tensors) parts.push_back(ember::unsqueeze(t, d));
-  return ember::cat(parts, d);
+  const bool track = autograd::any_requires_grad(tensors);
+  Tensor result;
+  {
+    NoGradGuard guard;
+    TensorList parts;
+    parts.reserve(tensors.size());
+    for (const Tensor& t : tensors) parts.push_back(ember::unsqueeze(t, d));
+    result = ember::cat(parts, d);
+  }
+  if (track) {
+    auto node = std::make_shared<StackBackward>();
+    node->dim = d;
+    for (const Tensor& t : tensors) node->add_input(t);
+    autograd::set_history(result, node);
+  }
+  return result;
 }
 
 TensorList split(const Tensor& self, int64_t split_size, int64_t dim) {

@@ -72,6 +72,11 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
   }
   it.device_ = device;
 
+  if (cfg.bool_input >= 0) {
+    const Tensor& c = *inputs.begin()[cfg.bool_input];
+    EMBER_CHECK(c.dtype() == ScalarType::Bool, Runtime, cfg.op,
+                " expected condition to be a boolean tensor, but got a tensor with dtype ", dtype_title(c.dtype()));
+  }
   // dtypes
   ResultTypeState rt;
   int i = 0;

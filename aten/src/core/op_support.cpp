@@ -23,12 +23,13 @@ void check_same_device(const char* op, std::initializer_list<const Tensor*> tens
   }
 }
 
-void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors) {
+void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors,
+                       std::optional<ScalarType> as) {
   check_same_device(op, tensors);
   for (const Tensor* t : tensors) {
     if (!t->defined()) continue;
-    EMBER_CHECK(std::count(dtypes, dtypes + n, t->dtype()), Runtime, op, ": not implemented for dtype ",
-                dtype_name(t->dtype()));
+    ScalarType dt = as.value_or(t->dtype());
+    EMBER_CHECK(std::count(dtypes, dtypes + n, dt), Runtime, op, ": not implemented for dtype ", dtype_name(dt));
     break;
   }
 }
@@ -38,7 +39,20 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
   const Tensor& d = iter.operand(operand);
   NoGradGuard guard;
   bool any_zero = ember::any(ember::eq(d, wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
-  EMBER_CHECK(!any_zero, ZeroDivision, op, ": ZeroDivisionError (integer division by zero)");
+  // PyTorch raises RuntimeError("ZeroDivisionError") for integer division by zero on the CPU.
+  EMBER_CHECK(!any_zero, Runtime, "ZeroDivisionError: ", op, ": integer division by zero");
+}
+
+void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op) {
+  if (!is_integral(iter.compute_dtype(), false)) return;
+  NoGradGuard guard;
+  bool any_negative =
+      ember::any(ember::lt(iter.operand(operand), wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
+  EMBER_CHECK(!any_negative, Runtime, op, ": Integers to negative integer powers are not allowed.");
+}
+
+void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message) {
+  for (const Tensor* t : tensors) EMBER_CHECK(t->dtype() != ScalarType::Bool, Runtime, message);
 }
 
 Tensor clone_for_save(const Tensor& t) {

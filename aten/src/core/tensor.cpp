@@ -64,7 +64,11 @@ void Tensor::set_requires_grad(bool r) const {
   impl_->autograd_meta().requires_grad = r;
 }
 
-Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  if (!impl_->autograd) return Tensor();
+  if (impl_->autograd->retained_grad) return *impl_->autograd->retained_grad;
+  return impl_->autograd->grad;
+}
 void Tensor::set_grad(const Tensor& g) const { impl_->autograd_meta().grad = g; }
 std::shared_ptr<Node> Tensor::grad_fn() const { return impl_->autograd ? impl_->autograd->grad_fn : nullptr; }
 bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }

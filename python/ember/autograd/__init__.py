@@ -5,9 +5,16 @@ from .. import _C
 
 
 class _GradModeContext:
-    """A context manager that is also a decorator, like PyTorch's."""
+    """A context manager that is also a decorator, like PyTorch's: both
+    `@no_grad()` and a bare `@no_grad` work."""
 
     enabled = True
+
+    def __new__(cls, orig_func=None, *args, **kwargs):
+        self = super().__new__(cls)
+        if callable(orig_func) and cls in (no_grad, enable_grad):
+            return self(orig_func)
+        return self
 
     def __enter__(self):
         self._prev = _C.is_grad_enabled()
