@@ -123,6 +123,7 @@ DIMS = [
     ("log_softmax", lambda t: ember.log_softmax(t, 2)),
     ("transpose", lambda t: t.transpose(0, 2)),
     ("select", lambda t: t.select(2, 0)),
+    ("unsqueeze", lambda t: t.unsqueeze(4)),
     ("squeeze", lambda t: t.squeeze(3)),
     ("argmax", lambda t: t.argmax(3)),
     ("amax", lambda t: ember.amax(t, 2)),
