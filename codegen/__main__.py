@@ -10,7 +10,8 @@ def main(argv=None):
     ap.add_argument("--ops", required=True)
     ap.add_argument("--derivatives", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--shards", type=int, default=4)
+    ap.add_argument("--shards", type=int, default=4, help="files for op entries and bindings")
+    ap.add_argument("--kernel-shards", type=int, default=16, help="files for generated kernels")
     ap.add_argument("--cuda", action="store_true", help="also write the CUDA kernels and registration")
     args = ap.parse_args(argv)
     from .gen import generate
@@ -20,7 +21,7 @@ def main(argv=None):
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    written = generate(model, args.out, args.shards, args.cuda)
+    written = generate(model, args.out, args.shards, args.kernel_shards, args.cuda)
     print(f"codegen: {len(model.ops)} ops, {written} files changed")
     return 0
 

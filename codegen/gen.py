@@ -212,7 +212,7 @@ class Writer:
         self.changed += 1
 
 
-def generate(model, out, shards, cuda):
+def generate(model, out, shards, kernel_shards, cuda):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["cpp_param"] = param_type
@@ -230,10 +230,14 @@ def generate(model, out, shards, cuda):
     render("ops.h.j2", "ember/ops.h", ops=gens)
     for k in range(shards):
         mine = [g for g in gens if shard_of(g.op, shards) == k]
-        render("functors.h.j2", f"ember/functors_{k}.h", ops=mine)
         render("ops.cpp.j2", f"ops_{k}.cpp", ops=mine, shard=k)
-        render("cpu_kernels.cpp.j2", f"cpu_kernels_{k}.cpp", ops=mine, shard=k)
         render("python_ops.cpp.j2", f"python_ops_{k}.cpp", groups=python_groups(model, [g.op for g in mine]), shard=k)
+    # Kernels are the heaviest to compile (every dtype of every op): finer
+    # shards keep the rebuild after a one-op edit short.
+    for k in range(kernel_shards):
+        mine = [g for g in gens if shard_of(g.op, kernel_shards) == k]
+        render("functors.h.j2", f"ember/functors_{k}.h", ops=mine)
+        render("cpu_kernels.cpp.j2", f"cpu_kernels_{k}.cpp", ops=mine, shard=k)
     render("register_cpu.cpp.j2", "register_cpu.cpp", ops=gens)
     render("python_ops_index.cpp.j2", "python_ops.cpp", shards=range(shards))
     if cuda:
