@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ember/blas.h"
+#include "ember/parallel.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -122,15 +123,25 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   Tensor a = blas_operand(a_in, am);
   Tensor b = blas_operand(b_in, bm);
   const int64_t sa = a.stride(0), sb = b.stride(0), sc = m * n;
-  if (a.dtype() == ScalarType::Float32) {
-    const float *pa = a.data<float>(), *pb = b.data<float>();
-    float* pc = out.data<float>();
-    for (int64_t i = 0; i < batch; ++i) gemm<float>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
-  } else {
-    const double *pa = a.data<double>(), *pb = b.data<double>();
-    double* pc = out.data<double>();
-    for (int64_t i = 0; i < batch; ++i) gemm<double>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
-  }
+  auto run = [&]<typename T>() {
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T* pc = out.data<T>();
+    auto range = [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
+    };
+    // Many small products: one thread per product beats OpenBLAS splitting
+    // each one. BLAS runs single-threaded meanwhile, so its pool stays idle.
+    if (batch > 1 && m * n * k <= (int64_t(1) << 22) && get_num_threads() > 1 && !in_parallel_region()) {
+      int prev = blas_num_threads();
+      blas_set_num_threads(1);
+      parallel_for(batch, 1, range);
+      blas_set_num_threads(prev);
+    } else {
+      range(0, batch);
+    }
+  };
+  if (a.dtype() == ScalarType::Float32) run.template operator()<float>();
+  else run.template operator()<double>();
   return out;
 }
 
