@@ -93,7 +93,7 @@ def tensor_repr(self):
     floating = dt.is_floating_point
     if dt in (_C.float16, _C.bfloat16):
         t = t.float()
-    arr = np.asarray(t.numpy()) if t.dtype != _C.bool else np.asarray(t.numpy())
+    arr = t.numpy()
     suffixes = []
     prefix = "tensor("
     if t.numel() == 0:
@@ -110,14 +110,14 @@ def tensor_repr(self):
             fmt.width = max(len(str(v)) for v in values)
         else:
             fmt = _Formatter([float(v) if floating else int(v) for v in values], floating)
-        conv = (lambda a: a) if dt == _C.bool else (lambda a: a)
-        body = _render(conv(arr.astype(np.float64) if floating else arr), fmt, len(prefix), summarize)
+        body = _render(arr.astype(np.float64) if floating else arr, fmt, len(prefix), summarize)
     if self.device.type != "cpu":
         suffixes.append(f"device='{self.device}'")
     default = _C.get_default_dtype()
-    if dt not in (default, _C.int64, _C.bool) or (t.numel() == 0 and dt not in (default,)):
-        if not (t.numel() == 0 and dt == _C.int64 and False):
-            suffixes.append(f"dtype={dt}")
+    # PyTorch names the dtype unless it is implied: the default float, int64
+    # and bool for non-empty tensors, only the default float for empty ones.
+    if dt not in (default, _C.int64, _C.bool) or (t.numel() == 0 and dt != default):
+        suffixes.append(f"dtype={dt}")
     if self.grad_fn is not None:
         suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
     elif self.requires_grad:

@@ -59,9 +59,8 @@ struct GraphTask {
   void add_to_buffer(Node* n, uint32_t input_nr, Tensor g) {
     TensorList& buf = buffers[n];
     if (buf.size() <= input_nr) buf.resize(input_nr + 1);
-    if (!buf[input_nr].defined()) buf[input_nr] = std::move(g);
-    else if (GradMode::is_enabled()) buf[input_nr] = ember::add(buf[input_nr], g);
-    else buf[input_nr] = ember::add(buf[input_nr], g);
+    // Out of place: a buffered gradient may be the tensor a caller handed in.
+    buf[input_nr] = buf[input_nr].defined() ? ember::add(buf[input_nr], g) : std::move(g);
   }
 
   void run(const std::vector<Edge>& roots, const TensorList& grads, bool retain_graph, TensorList* results) {
@@ -107,14 +106,13 @@ struct GraphTask {
   }
 };
 
-std::vector<Edge> root_edges(const TensorList& roots, const char* what) {
+std::vector<Edge> root_edges(const TensorList& roots) {
   std::vector<Edge> edges;
   for (size_t i = 0; i < roots.size(); ++i) {
     EMBER_CHECK(roots[i].requires_grad(), Runtime, "element ", i,
                 " of tensors does not require grad and does not have a grad_fn");
     edges.push_back(gradient_edge(roots[i]));
   }
-  (void)what;
   return edges;
 }
 
@@ -138,7 +136,7 @@ TensorList root_grads(const TensorList& roots, const TensorList& grads) {
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph,
               const TensorList& inputs) {
   (void)inputs;
-  std::vector<Edge> edges = root_edges(roots, "backward");
+  std::vector<Edge> edges = root_edges(roots);
   TensorList g = root_grads(roots, grads);
   AutoGradMode mode(create_graph);
   GraphTask task;
@@ -147,7 +145,7 @@ void backward(const TensorList& roots, const TensorList& grads, bool retain_grap
 
 TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
                 bool retain_graph, bool create_graph, bool allow_unused) {
-  std::vector<Edge> edges = root_edges(outputs, "grad");
+  std::vector<Edge> edges = root_edges(outputs);
   TensorList g = root_grads(outputs, grad_outputs);
   GraphTask task;
   task.capture_only = true;
