@@ -1,4 +1,5 @@
 // zero_ and the `to` family: conversions are a fresh tensor and a copy_.
+#include "fresh_copy.h"
 #include <optional>
 
 #include "ember/allocator.h"
@@ -38,20 +39,7 @@ struct ToCopyBackward final : Node {
 };
 
 Tensor convert(const Tensor& self, Device device, ScalarType dtype) {
-  // Integral results never take part in autograd.
-  const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
-  Tensor result = empty_tensor(self.sizes(), dtype, device);
-  {
-    NoGradGuard guard;
-    ember::copy_(result, self);
-  }
-  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
-  if (track) {
-    auto node = std::make_shared<ToCopyBackward>();
-    node->add_input(self);
-    autograd::set_history(result, node);
-  }
-  return result;
+  return fresh_copy<ToCopyBackward>(self, device, dtype);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // They call the public ember:: ops, so autograd records what they are made of;
 // clone, cat and stack, which write into a fresh tensor, record their own node
 // (named as PyTorch names it) so the result joins the graph.
+#include "fresh_copy.h"
 #include <memory>
 #include <optional>
 
@@ -60,21 +61,7 @@ struct CloneBackward final : Node {
 
 }  // namespace
 
-Tensor clone(const Tensor& self) {
-  const bool track = autograd::any_requires_grad({&self});
-  Tensor result = empty_tensor(self.sizes(), self.dtype(), self.device());
-  {
-    NoGradGuard guard;
-    ember::copy_(result, self);
-  }
-  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
-  if (track) {
-    auto node = std::make_shared<CloneBackward>();
-    node->add_input(self);
-    autograd::set_history(result, node);
-  }
-  return result;
-}
+Tensor clone(const Tensor& self) { return fresh_copy<CloneBackward>(self, self.device(), self.dtype()); }
 
 Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   EMBER_CHECK(self.dim() > 0, Runtime, "narrow() cannot be applied to a 0-dim tensor.");
@@ -103,9 +90,7 @@ struct StackBackward final : Node {
     TensorList out(next_edges.size());
     for (size_t i = 0; i < out.size(); ++i) {
       if (!should_compute(i) || !grad.defined()) continue;
-      Tensor g = ember::select(grad, dim, (int64_t)i);
-      if (g.dtype() != input_meta[i].dtype) g = ember::to_dtype(g, input_meta[i].dtype);
-      out[i] = g;
+      out[i] = ember::select(grad, dim, (int64_t)i);  // the engine casts to the input's dtype
     }
     return out;
   }
@@ -125,7 +110,6 @@ struct CatBackward final : Node {
       const InputMeta& meta = input_meta[i];
       Tensor g = skipped[i] ? ember::zeros(meta.shape, meta.dtype, meta.device)
                             : ember::narrow(grad, dim, offsets[i], lengths[i]);
-      if (g.dtype() != meta.dtype) g = ember::to_dtype(g, meta.dtype);
       out[i] = g;
     }
     return out;

@@ -1,0 +1,29 @@
+#pragma once
+// A copy of `self` into a new tensor whose backward is `node` (when self
+// needs a gradient): clone and to() share it, differing only in the node.
+#include <memory>
+
+#include "ember/autograd.h"
+#include "ember/ops.h"
+
+namespace ember::native {
+
+template <typename NodeT>
+Tensor fresh_copy(const Tensor& self, Device device, ScalarType dtype) {
+  // Integral results never take part in autograd.
+  const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
+  Tensor result = empty_tensor(self.sizes(), dtype, device);
+  {
+    NoGradGuard guard;
+    ember::copy_(result, self);
+  }
+  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
+  if (track) {
+    auto node = std::make_shared<NodeT>();
+    node->add_input(self);
+    autograd::set_history(result, node);
+  }
+  return result;
+}
+
+}  // namespace ember::native
