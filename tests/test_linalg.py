@@ -112,6 +112,25 @@ def test_mm_large_float32_and_method():
     np.testing.assert_allclose(numpy(ember.mm(ta, tbt)), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ka", KINDS)
+@pytest.mark.parametrize("kb", KINDS)
+@pytest.mark.parametrize("m,n", [(150, 70), (70, 150)])  # split by rows, then by columns
+def test_mm_split_over_threads(dtype, ka, kb, m, n):
+    # Large enough that the product is cut into strips, one per thread, with a
+    # ragged last strip; 1 thread takes the single-call path on the same data.
+    rng = np.random.default_rng(3)
+    a, b = values((m, 90), dtype, rng), values((90, n), dtype, rng)
+    ea, eb = layout(a, dtype, ka), layout(b, dtype, kb)
+    prev = ember.get_num_threads()
+    try:
+        for threads in (3, 1):
+            ember.set_num_threads(threads)
+            close(ember.mm(ea, eb), a @ b, dtype, 90)
+    finally:
+        ember.set_num_threads(prev)
+
+
 def test_mm_expanded_operand():
     row = tensor(np.array([[1.0, 2.0, 3.0]]), "float64")
     a = row.expand([4, 3])            # stride 0 along dim 0

@@ -108,6 +108,8 @@ class DirectSgemm:
         """c = a @ b for C-contiguous float32 2-D arrays."""
         m, k = a.shape
         n = b.shape[1]
+        # ember shares this library and keeps it single-threaded between its calls.
+        self.lib.scipy_openblas_set_num_threads(THREADS)
         self.sgemm(self.ROW_MAJOR, self.NO_TRANS, self.NO_TRANS, m, n, k, 1.0,
                    a.ctypes.data, k, b.ctypes.data, n, 0.0, c.ctypes.data, n)
 

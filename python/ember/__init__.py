@@ -16,12 +16,6 @@ def _load_blas():
         _ctypes.CDLL(lib, mode=_ctypes.RTLD_GLOBAL)
 
 
-# OpenMP (our pointwise loops) and OpenBLAS (matmul) keep separate thread
-# pools. Idle threads of one pool spinning starve the other on few cores, so
-# both sleep when idle unless the user chose otherwise (measured on 2 cores:
-# an MLP training step went from 4.7 to 3.2 ms, and from 160 ms under load).
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 _load_blas()
 
 from . import _C  # noqa: E402

@@ -123,10 +123,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("manual_seed", [](uint64_t seed) { default_generator()->manual_seed(seed); });
   m.def("initial_seed", []() { return default_generator()->seed; });
   m.def("get_num_threads", &get_num_threads);
-  m.def("set_num_threads", [](int n) {
-    set_num_threads(n);
-    blas_set_num_threads(n);
-  });
+  m.def("set_num_threads", &set_num_threads);
   m.def("get_default_dtype", &default_dtype);
   m.def("set_default_dtype", [](ScalarType t) {
     if (!is_floating(t)) throw py::type_error("only floating-point types are supported as the default type");

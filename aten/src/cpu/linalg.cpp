@@ -2,7 +2,8 @@
 // carries a scipy_ prefix, integers are 32-bit). float16 and bfloat16 go
 // through float32. Matrices that are row-major or transposed row-major are
 // handed to BLAS as they lie; anything else is made contiguous first.
-// BLAS has its own thread pool: never call it from an OpenMP parallel region.
+// ember owns the threading: BLAS always runs single-threaded and products are
+// split over ember's OpenMP threads, so one thread pool serves every op.
 #include <cblas.h>
 
 #include <climits>
@@ -89,16 +90,52 @@ Tensor blas_operand(const Tensor& t, BlasMat& m) {
   return c;
 }
 
+// OpenBLAS's own pool would compete with ember's threads; whoever else set
+// its thread count (a ctypes caller of the same library), ember resets it.
+void keep_blas_single_threaded() {
+  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
+}
+
 CBLAS_TRANSPOSE tr(const BlasMat& m) { return m.trans ? CblasTrans : CblasNoTrans; }
 
 template <typename T>
-void gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+void gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k,
+          int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
     scipy_cblas_sgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)am.ld, b,
-                      (blasint)bm.ld, 0.0f, c, (blasint)std::max<int64_t>(n, 1));
+                      (blasint)bm.ld, 0.0f, c, (blasint)std::max<int64_t>(ldc, 1));
   else
     scipy_cblas_dgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)am.ld, b,
-                      (blasint)bm.ld, 0.0, c, (blasint)std::max<int64_t>(n, 1));
+                      (blasint)bm.ld, 0.0, c, (blasint)std::max<int64_t>(ldc, 1));
+}
+
+// Below this many multiply-adds a product runs on one thread.
+constexpr int64_t kParallelGemmWork = int64_t(1) << 18;
+
+// One product split over ember's threads: the larger of m and n is cut into
+// strips (multiples of 16, the width of the AVX-512 micro-kernels), one
+// single-threaded BLAS call per strip.
+template <typename T>
+void parallel_gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n,
+                   int64_t k) {
+  const bool split_rows = m >= n;
+  const int64_t extent = split_rows ? m : n;
+  const int64_t strips = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, extent / 16));
+  if (strips <= 1 || m * n * k < kParallelGemmWork || in_parallel_region()) {
+    gemm<T>(am, a, bm, b, c, m, n, k, n);
+    return;
+  }
+  const int64_t per = (extent / strips + 15) / 16 * 16;
+  parallel_for(strips, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t s = lo; s < hi; ++s) {
+      const int64_t begin = s * per, len = std::min(extent, begin + per) - begin;
+      if (len <= 0) continue;
+      if (split_rows)  // rows [begin, begin+len) of A and C
+        gemm<T>(am, a + (am.trans ? begin : begin * am.ld), bm, b, c + begin * n, len, n, k, n);
+      else  // columns [begin, begin+len) of B and C
+        gemm<T>(am, a, bm, b + (bm.trans ? begin * bm.ld : begin), c + begin, m, len, k, n);
+    }
+  });
 }
 
 void zero_fill(const Tensor& t) {
@@ -123,21 +160,18 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   Tensor a = blas_operand(a_in, am);
   Tensor b = blas_operand(b_in, bm);
   const int64_t sa = a.stride(0), sb = b.stride(0), sc = m * n;
+  keep_blas_single_threaded();
   auto run = [&]<typename T>() {
     const T *pa = a.data<T>(), *pb = b.data<T>();
     T* pc = out.data<T>();
-    auto range = [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
-    };
-    // Many small products: one thread per product beats OpenBLAS splitting
-    // each one. BLAS runs single-threaded meanwhile, so its pool stays idle.
-    if (batch > 1 && m * n * k <= (int64_t(1) << 22) && get_num_threads() > 1 && !in_parallel_region()) {
-      int prev = blas_num_threads();
-      blas_set_num_threads(1);
-      parallel_for(batch, 1, range);
-      blas_set_num_threads(prev);
+    // Many small products: one product per thread. Otherwise each product
+    // is split over the threads.
+    if (batch > 1 && m * n * k <= (int64_t(1) << 22)) {
+      parallel_for(batch, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k, n);
+      });
     } else {
-      range(0, batch);
+      for (int64_t i = 0; i < batch; ++i) parallel_gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k);
     }
   };
   if (a.dtype() == ScalarType::Float32) run.template operator()<float>();

@@ -3,6 +3,7 @@
 // applied over a TensorIterator. Contiguous operands get a loop the compiler
 // vectorises; transposed 2-D operands are walked in cache blocks.
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include "ember/iterator.h"
 #include "ember/parallel.h"
@@ -25,33 +26,35 @@ inline void strided_loop(char** data, const int64_t* s, int64_t n, const F& f, s
     *reinterpret_cast<R*>(data[0] + i * s[0]) = f(*reinterpret_cast<arg_t<F, I>*>(data[I + 1] + i * s[I + 1])...);
 }
 
+// bool inputs are read as bytes: GCC does not vectorise loops that load bool.
+template <typename T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
 template <typename F, size_t... I>
 inline void contiguous_loop(char** data, int64_t n, const F& f, std::index_sequence<I...>) {
   using R = typename fn_traits<F>::result;
   R* __restrict out = reinterpret_cast<R*>(data[0]);
-  std::tuple<const arg_t<F, I>* __restrict...> in{reinterpret_cast<const arg_t<F, I>*>(data[I + 1])...};
+  std::tuple<const load_t<arg_t<F, I>>* __restrict...> in{
+      reinterpret_cast<const load_t<arg_t<F, I>>*>(data[I + 1])...};
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
+  for (int64_t i = 0; i < n; ++i) out[i] = f(static_cast<arg_t<F, I>>(std::get<I>(in)[i])...);
 }
 
-// Binary op with input S (0 or 1) broadcast as a scalar: hoist its load.
-template <size_t S, typename F>
-inline void scalar_loop(char** data, int64_t n, const F& f) {
+template <size_t I, size_t S, typename T, typename L, typename V>
+inline T element(const L* __restrict p, const V& scalar, int64_t i) {
+  if constexpr (I == S) return scalar;
+  else return static_cast<T>(p[i]);
+}
+
+// Input S broadcast as a scalar (stride 0), the others contiguous: hoist its load.
+template <size_t S, typename F, size_t... I>
+inline void one_scalar_loop(char** data, int64_t n, const F& f, std::index_sequence<I...>) {
   using R = typename fn_traits<F>::result;
-  using A = arg_t<F, 0>;
-  using B = arg_t<F, 1>;
   R* __restrict out = reinterpret_cast<R*>(data[0]);
-  if constexpr (S == 0) {
-    const A a = *reinterpret_cast<const A*>(data[1]);
-    const B* __restrict b = reinterpret_cast<const B*>(data[2]);
+  const arg_t<F, S> scalar = *reinterpret_cast<const arg_t<F, S>*>(data[S + 1]);
+  std::tuple<const load_t<arg_t<F, I>>* __restrict...> in{
+      reinterpret_cast<const load_t<arg_t<F, I>>*>(data[I + 1])...};
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a, b[i]);
-  } else {
-    const A* __restrict a = reinterpret_cast<const A*>(data[1]);
-    const B b = *reinterpret_cast<const B*>(data[2]);
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = f(element<I, S, arg_t<F, I>>(std::get<I>(in), scalar, i)...);
 }
 
 template <typename F>
@@ -63,14 +66,20 @@ struct InnerLoop {
   static bool contiguous(const int64_t* s, std::index_sequence<I...>) {
     return s[0] == sizeof(typename fn_traits<F>::result) && ((s[I + 1] == sizeof(arg_t<F, I>)) && ...);
   }
+  // Contiguous output and inputs except input S, which is a broadcast scalar.
+  template <size_t S, size_t... I>
+  static bool contiguous_but(const int64_t* s, std::index_sequence<I...>) {
+    return s[0] == sizeof(typename fn_traits<F>::result) &&
+           ((s[I + 1] == (I == S ? 0 : (int64_t)sizeof(arg_t<F, I>))) && ...);
+  }
+  template <size_t... S>
+  bool try_one_scalar(char** data, const int64_t* s, int64_t n, std::index_sequence<S...>) const {
+    return ((contiguous_but<S>(s, Seq{}) && (one_scalar_loop<S>(data, n, f, Seq{}), true)) || ...);
+  }
   void operator()(char** data, const int64_t* s, int64_t n) const {
     if (contiguous(s, Seq{})) return contiguous_loop(data, n, f, Seq{});
-    if constexpr (N == 2) {
-      using R = typename fn_traits<F>::result;
-      if (s[0] == sizeof(R)) {
-        if (s[1] == 0 && s[2] == sizeof(arg_t<F, 1>)) return scalar_loop<0>(data, n, f);
-        if (s[2] == 0 && s[1] == sizeof(arg_t<F, 0>)) return scalar_loop<1>(data, n, f);
-      }
+    if constexpr (N >= 2) {
+      if (try_one_scalar(data, s, n, Seq{})) return;
     }
     strided_loop(data, s, n, f, Seq{});
   }
