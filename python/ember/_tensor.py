@@ -35,6 +35,8 @@ def numpy(self, *, force=False):
 
 def tolist(self):
     t = self.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
     if t.dtype == _C.bfloat16:
         t = t.float()
     return numpy(t).tolist()
@@ -89,7 +91,7 @@ def cpu(self, memory_format=None):
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
-    return self.to("cuda" if device is None else device)
+    return self.to("cuda" if device is None else device, non_blocking=non_blocking)
 
 
 def type_as(self, other):

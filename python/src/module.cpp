@@ -6,6 +6,7 @@
 
 #include "ember/autograd.h"
 #include "ember/blas.h"
+#include "ember/cuda/api.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
 #include "python_support.h"
@@ -44,6 +45,8 @@ struct type_caster<ScalarType> {
 namespace ember::python {
 std::vector<PyMethodDef>* create_tensor_type();
 void create_object_types(PyObject* module);
+void bind_caching_allocator_testing(py::module_& m);
+void bind_cuda(py::module_& m);
 extern PyObject* g_size_type;
 extern PyObject* g_legacy_new;
 extern PyObject* g_index_tensor_from;
@@ -80,9 +83,7 @@ std::string node_repr(const Node& n) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember's C++ core";
   register_cpu_kernels();
-#ifdef EMBER_WITH_CUDA
-  register_cuda_kernels();
-#endif
+  cuda::init();
   python::create_object_types(m.ptr());
   std::vector<PyMethodDef>* functions = python::create_tensor_type();
   if (!python::TensorType) throw py::error_already_set();
@@ -137,9 +138,6 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.cached_bytes, s.allocated_bytes);
   });
   m.def("_cpu_empty_cache", &cpu_empty_cache);
-#ifdef EMBER_WITH_CUDA
-  m.attr("_cuda_built") = true;
-#else
-  m.attr("_cuda_built") = false;
-#endif
+  python::bind_cuda(m);
+  python::bind_caching_allocator_testing(m);
 }

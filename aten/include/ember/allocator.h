@@ -14,7 +14,8 @@ struct DataPtr {
 
 struct Allocator {
   virtual ~Allocator() = default;
-  virtual DataPtr allocate(size_t nbytes) = 0;
+  // `device` is the device index (ignored on the CPU).
+  virtual DataPtr allocate(size_t nbytes, int device) = 0;
 };
 
 Allocator* cpu_allocator();

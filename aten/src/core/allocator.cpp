@@ -19,7 +19,7 @@ constexpr size_t kMaxCached = size_t(2) << 30;  // beyond this, large frees go b
 
 class CachingCpuAllocator final : public Allocator {
  public:
-  DataPtr allocate(size_t nbytes) override {
+  DataPtr allocate(size_t nbytes, int /*device*/) override {
     if (nbytes < kLargeBlock) {
       void* p = nullptr;
       if (posix_memalign(&p, kAlignment, nbytes ? nbytes : 1) != 0) oom(nbytes);

@@ -1,6 +1,8 @@
 #include "ember/tensor.h"
 
 #include "ember/autograd.h"
+#include "ember/cuda/api.h"
+#include "ember/ops.h"
 
 namespace ember {
 
@@ -8,7 +10,9 @@ Ref<StorageImpl> new_storage(size_t nbytes, Device device) {
   Allocator* a = allocator_for(device.type);
   EMBER_CHECK(a, Runtime, "no allocator for device ", device.str(),
               " (ember was built without CUDA or no GPU is present)");
-  return Ref<StorageImpl>::make(a->allocate(nbytes), nbytes, device);
+  // A CUDA tensor always names its device: "cuda" means the current one.
+  if (device.is_cuda() && device.index < 0) device.index = (int8_t)cuda::current_device();
+  return Ref<StorageImpl>::make(a->allocate(nbytes, device.index), nbytes, device);
 }
 
 TensorImpl::TensorImpl(Ref<StorageImpl> s, DimVector sz, DimVector st, int64_t off, ScalarType dt)
@@ -41,7 +45,12 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 Scalar Tensor::item() const {
   EMBER_CHECK(numel() == 1, Runtime, "a Tensor with ", numel(),
               " elements cannot be converted to Scalar");
-  EMBER_CHECK(device().is_cpu(), Runtime, "item(): copy the tensor to the CPU first");
+  if (!device().is_cpu()) {  // waits for the device: the value is needed now
+    NoGradGuard no_grad;
+    Tensor host = empty_tensor(sizes(), dtype(), Device());
+    ember::copy_(host, *this, false);
+    return host.item();
+  }
   return visit_dtype(dtype(), [&]<typename T>() -> Scalar {
     T v = *data<T>();
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);

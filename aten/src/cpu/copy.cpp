@@ -3,14 +3,13 @@
 #include <cstring>
 
 #include "ember/cpu/loops.h"
+#include "ember/cuda/copy.h"
 #include "ember/ops.h"
 
 namespace ember::cpu {
 
 Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
-  (void)non_blocking;
-  EMBER_CHECK(src.device().is_cpu() && self.device().is_cpu(), Runtime,
-              "copy_: copies between devices need the CUDA backend");
+  if (!src.device().is_cpu()) return cuda::copy_across_devices(self, src, non_blocking);
   if (self.is_same(src)) return self;
   if (self.dtype() == src.dtype() && self.sizes() == src.sizes() && self.is_contiguous() && src.is_contiguous()) {
     if (self.data_ptr() != src.data_ptr())
