@@ -101,6 +101,7 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
 
 void* DeviceCachingAllocator::malloc(size_t nbytes, int device, uintptr_t stream) {
   if (nbytes == 0) return nullptr;
+  std::lock_guard<std::mutex> g(s_->mutex);
   const size_t size = round_up(nbytes, kMinBlockSize);
   const bool small = size <= kSmallSize;
   State::Device& d = s_->devices[device];
