@@ -96,7 +96,6 @@ class DirectSgemm:
         path = os.path.join(scipy_openblas32.get_lib_dir(),
                             f"lib{scipy_openblas32.get_library()}.so")
         self.lib = ctypes.CDLL(path)
-        self.lib.scipy_openblas_set_num_threads(THREADS)
         self.lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
         self.corename = self.lib.scipy_openblas_get_corename().decode()
         self.sgemm = self.lib.scipy_cblas_sgemm

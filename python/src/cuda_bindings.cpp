@@ -1,5 +1,5 @@
 // ember._C's CUDA runtime functions (_cuda_*), wrapped by python/ember/cuda.
-// Streams and events travel as integers (their handle bits).
+// Streams and events travel as integers (their handle bits); waits release the GIL.
 #include <pybind11/pybind11.h>
 
 #include "ember/cuda/api.h"
@@ -13,28 +13,19 @@ void bind_cuda(py::module_& m) {
   m.def("_cuda_device_count", &cuda::device_count);
   m.def("_cuda_current_device", &cuda::current_device);
   m.def("_cuda_set_device", &cuda::set_device);
-  m.def("_cuda_synchronize", [](int device) {
-    py::gil_scoped_release nogil;
-    cuda::synchronize(device);
-  }, py::arg("device") = -1);
+  m.def("_cuda_synchronize", &cuda::synchronize, py::arg("device") = -1, py::call_guard<py::gil_scoped_release>());
   m.def("_cuda_current_stream", &cuda::current_stream, py::arg("device") = -1);
   m.def("_cuda_default_stream", &cuda::default_stream, py::arg("device") = -1);
   m.def("_cuda_set_current_stream", &cuda::set_current_stream);
   m.def("_cuda_pool_stream", &cuda::pool_stream);
   m.def("_cuda_stream_query", &cuda::stream_query);
-  m.def("_cuda_stream_synchronize", [](uintptr_t s) {
-    py::gil_scoped_release nogil;
-    cuda::stream_synchronize(s);
-  });
+  m.def("_cuda_stream_synchronize", &cuda::stream_synchronize, py::call_guard<py::gil_scoped_release>());
   m.def("_cuda_stream_wait_event", &cuda::stream_wait_event);
   m.def("_cuda_event_create", &cuda::event_create);
   m.def("_cuda_event_destroy", &cuda::event_destroy);
   m.def("_cuda_event_record", &cuda::event_record);
   m.def("_cuda_event_query", &cuda::event_query);
-  m.def("_cuda_event_synchronize", [](uintptr_t e) {
-    py::gil_scoped_release nogil;
-    cuda::event_synchronize(e);
-  });
+  m.def("_cuda_event_synchronize", &cuda::event_synchronize, py::call_guard<py::gil_scoped_release>());
   m.def("_cuda_event_elapsed_ms", &cuda::event_elapsed_ms);
   m.def("_cuda_memory_stats", [](int device) {
     cuda::MemoryStats s = cuda::memory_stats(device);

@@ -50,6 +50,15 @@ bool block_less(const Block* a, const Block* b) {
 
 using Pool = std::set<Block*, decltype(&block_less)>;
 
+// Merges `left`'s (free) right neighbour into it.
+void absorb_next(Block* left) {
+  Block* right = left->next;
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next) right->next->prev = left;
+  delete right;
+}
+
 std::string format_size(size_t n) {
   char buf[64];
   if (n < 1024) std::snprintf(buf, sizeof buf, "%zu bytes", n);
@@ -160,18 +169,12 @@ void DeviceCachingAllocator::free(void* ptr) {
 
   if (Block* p = block->prev; p && !p->allocated) {
     pool.erase(p);
-    p->size += block->size;
-    p->next = block->next;
-    if (block->next) block->next->prev = p;
-    delete block;
+    absorb_next(p);
     block = p;
   }
   if (Block* n = block->next; n && !n->allocated) {
     pool.erase(n);
-    block->size += n->size;
-    block->next = n->next;
-    if (n->next) n->next->prev = block;
-    delete n;
+    absorb_next(block);
   }
   pool.insert(block);
 }

@@ -24,13 +24,6 @@ std::string blas_corename() {
   return name ? std::string(name) : std::string();
 }
 
-int blas_num_threads() { return scipy_openblas_get_num_threads(); }
-
-void blas_set_num_threads(int n) {
-  EMBER_CHECK(n >= 1, Value, "blas_set_num_threads: expected a positive number of threads, got ", n);
-  scipy_openblas_set_num_threads(n);
-}
-
 namespace cpu {
 namespace {
 

@@ -35,18 +35,20 @@ def _lazy_check():
 
 
 def _index(device, optional=True):
-    """A device index from an int, a str ("cuda:1"), an ember.device or None (current)."""
+    """A device index from an int, a str ("cuda:1"), an ember.device or None.
+
+    Unnamed ("cuda", None) is -1 when `optional`, else the current device."""
     from .. import device as _device
-    if device is None:
-        return -1 if optional else current_device()
-    if isinstance(device, int):
-        return device
     if isinstance(device, str):
         device = _device(device)
     if isinstance(device, _device):
         if device.type != "cuda":
             raise ValueError(f"Expected a cuda device, but got: {device}")
-        return -1 if device.index is None else device.index
+        device = device.index
+    if device is None:
+        return -1 if optional else current_device()
+    if isinstance(device, int):
+        return device
     raise TypeError(f"expected a device index, a device string or an ember.device, got {type(device).__name__}")
 
 
@@ -93,19 +95,13 @@ def synchronize(device=None):
     _C._cuda_synchronize(_index(device))
 
 
-def get_device_name(device=None):
-    _lazy_check()
-    return f"CUDA device {_index(device, optional=False)}"
-
-
 # ---------------------------------------------------------------- streams
 class Stream:
     """A CUDA stream from ember's per-device pool (streams are never destroyed)."""
 
     def __init__(self, device=None, priority=0, _handle=None):
         _lazy_check()
-        index = _index(device)
-        self.device_index = current_device() if index < 0 else index
+        self.device_index = _index(device, optional=False)
         self.priority = priority
         self.cuda_stream = (_handle if _handle is not None
                             else _C._cuda_pool_stream(self.device_index, -1 if priority < 0 else 0))
@@ -145,15 +141,13 @@ class Stream:
 
 def current_stream(device=None):
     _lazy_check()
-    index = _index(device)
-    index = current_device() if index < 0 else index
+    index = _index(device, optional=False)
     return Stream(index, _handle=_C._cuda_current_stream(index))
 
 
 def default_stream(device=None):
     _lazy_check()
-    index = _index(device)
-    index = current_device() if index < 0 else index
+    index = _index(device, optional=False)
     return Stream(index, _handle=_C._cuda_default_stream(index))
 
 
