@@ -3,11 +3,17 @@
 // (tests/test_device_caching_allocator.py).
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <map>
+#include <random>
+#include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ember/device_caching_allocator.h"
 
@@ -67,6 +73,48 @@ struct TestCachingAllocator {
 
 void* as_ptr(uintptr_t addr) { return reinterpret_cast<void*>(addr); }
 
+// Threads doing random malloc/free in C++ (Python threads barely overlap under the GIL).
+// Each block's ends are stamped with a tag checked before its free; returns the mismatches
+// (a block handed out twice) plus exceptions.
+int64_t hammer(DeviceCachingAllocator& alloc, int nthreads, int iterations) {
+  static constexpr size_t kSizes[] = {700, 5000, 40000, 300000, (2 << 20) + 1, 5 << 20};
+  constexpr size_t kStamp = 256;
+  std::atomic<int64_t> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<std::tuple<unsigned char*, size_t, unsigned char>> live;
+      auto release = [&](size_t k) {
+        auto [p, n, tag] = live[k];
+        for (size_t i = 0; i < kStamp; ++i)
+          if (p[i] != tag || p[n - 1 - i] != tag) { ++bad; break; }
+        alloc.free(p);
+        live[k] = live.back();
+        live.pop_back();
+      };
+      try {
+        for (int i = 0; i < iterations; ++i) {
+          if (live.size() < 16 && rng() % 2) {
+            size_t n = kSizes[rng() % std::size(kSizes)];
+            auto* p = static_cast<unsigned char*>(alloc.malloc(n, t % 2, t % 3));
+            auto tag = static_cast<unsigned char>(t * 37 + i);  // mostly differs between threads
+            std::memset(p, tag, kStamp);
+            std::memset(p + n - kStamp, tag, kStamp);
+            live.emplace_back(p, n, tag);
+          } else if (!live.empty()) {
+            release(rng() % live.size());
+          }
+        }
+        while (!live.empty()) release(live.size() - 1);
+      } catch (...) {
+        ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  return bad.load();
+}
+
 }  // namespace
 
 // ember::Error derives from std::runtime_error, which pybind11 turns into RuntimeError.
@@ -98,6 +146,8 @@ void bind_caching_allocator_testing(py::module_& m) {
       .def("reset_peak", [](TestCachingAllocator& a, int device) { a.alloc.reset_peak(device); }, py::arg("device") = 0)
       .def("block_size", [](const TestCachingAllocator& a, uintptr_t addr) { return a.alloc.block_size(as_ptr(addr)); },
            py::arg("addr"))
+      .def("hammer", [](TestCachingAllocator& a, int threads, int iterations) { return hammer(a.alloc, threads, iterations); },
+           py::arg("threads"), py::arg("iterations"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("raw_allocs", [](const TestCachingAllocator& a) { return a.raw.allocs; })
       .def_property_readonly("raw_frees", [](const TestCachingAllocator& a) { return a.raw.frees; })
       .def_property_readonly("raw_in_use", [](const TestCachingAllocator& a) { return a.raw.in_use(); })
