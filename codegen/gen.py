@@ -238,6 +238,8 @@ def generate(model, out, shards, kernel_shards, cuda):
         mine = [g for g in gens if shard_of(g.op, kernel_shards) == k]
         render("functors.h.j2", f"ember/functors_{k}.h", ops=mine)
         render("cpu_kernels.cpp.j2", f"cpu_kernels_{k}.cpp", ops=mine, shard=k)
+        if cuda:
+            render("cuda_kernels.cu.j2", f"cuda_kernels_{k}.cu", ops=mine, shard=k)
     render("register_cpu.cpp.j2", "register_cpu.cpp", ops=gens)
     render("python_ops_index.cpp.j2", "python_ops.cpp", shards=range(shards))
     if cuda:
