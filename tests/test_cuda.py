@@ -37,7 +37,7 @@ def test_no_gpu_reports_and_raises():
         with pytest.raises(RuntimeError, match="CUDA"):
             move()
     for call in (ember.cuda.current_device, ember.cuda.synchronize, ember.cuda.current_stream,
-                 ember.cuda.Stream, ember.cuda.Event):
+                 ember.cuda.Stream, ember.cuda.Event, ember.cuda.get_device_name):
         with pytest.raises(RuntimeError, match="CUDA"):
             call()
     assert x.cpu() is x
@@ -90,6 +90,14 @@ def test_gradients_stay_on_device():
     (x * x).sum().backward()
     assert x.grad.is_cuda
     np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * x.detach().cpu().numpy(), rtol=1e-6)
+
+
+@gpu
+def test_device_properties():
+    p = ember.cuda.get_device_properties(0)
+    assert isinstance(p.name, str) and p.name == ember.cuda.get_device_name()
+    assert p.total_memory > 2**30 and p.multi_processor_count > 0
+    assert ember.cuda.get_device_capability("cuda:0") == (p.major, p.minor) and p.major >= 5
 
 
 @gpu

@@ -9,7 +9,7 @@ from run to run by 10-30%; the ratios taken within one run are what counts.
     python tools/bench.py --quick          # fewer repeats, about 30 s
     python tools/bench.py --only matmul    # rows whose name contains "matmul"
     python tools/bench.py --json out.json  # also dump every figure and batch time
-    python tools/bench.py --device cuda    # ember and torch on the GPU (needs ember.cuda)
+    python tools/bench.py --device cuda    # the GPU rows, ember and torch on the GPU (needs ember.cuda)
 
 Every library gets THREADS threads. PyTorch is optional (its column is left
 out when it does not import), so is `scipy_openblas32`, which gives the
@@ -61,10 +61,13 @@ class Lib:
             return self.rng.random(shape, dtype=np.float32)
         return self.mod.rand(*shape, **self.device_kwargs())
 
-    def randn(self, *shape):
+    def randn(self, *shape, dtype=None):
         if self.is_numpy:
             return self.rng.standard_normal(shape, dtype=np.float32)
-        return self.mod.randn(*shape, **self.device_kwargs())
+        kwargs = self.device_kwargs()
+        if dtype is not None:
+            kwargs["dtype"] = getattr(self.mod, dtype)
+        return self.mod.randn(*shape, **kwargs)
 
     def zeros(self, *shape):
         if self.is_numpy:
@@ -488,6 +491,64 @@ def all_benches():
 
 
 # --------------------------------------------------------------------------
+# --device cuda: the GPU rows of the CUDA issue (ember and torch only).
+# --------------------------------------------------------------------------
+GPU_N = 10**8
+
+
+def cuda_benches():
+    n = GPU_N
+
+    def copy_d2d(lib):
+        a, b = lib.rand(n), lib.zeros(n)
+        return lambda: b.copy_(a)
+
+    def add(use_out):
+        def build(lib):
+            a, b = lib.rand(n), lib.rand(n)
+            if use_out:
+                out = lib.zeros(n)
+                return lambda: lib.mod.add(a, b, out=out)
+            return lambda: a + b
+        return build
+
+    def full_sum(lib):
+        a = lib.rand(n)
+        return lambda: a.sum()
+
+    def sum_over(dim):
+        def build(lib):
+            a = lib.rand(8192, 8192)
+            return lambda: a.sum(dim)
+        return build
+
+    def softmax(lib):
+        a = lib.randn(8192, 8192)
+        return lambda: lib.mod.softmax(a, -1)
+
+    def matmul(dtype):
+        def build(lib):
+            a, b = lib.randn(8192, 8192, dtype=dtype), lib.randn(8192, 8192, dtype=dtype)
+            return lambda: a @ b
+        return build
+
+    cols = TORCHLIKE_COLUMNS
+    bw, square = "GPU memory (GB/s = bytes read + written)", 8192 * 8192 * F32
+    mm = "GPU matmul 8192 (GFLOP/s = 2*n^3 / t)"
+    return (overhead_benches() + autograd_benches() + [
+        Bench(bw, "copy 1e8 device-to-device", "GB/s", copy_d2d, work=2 * n * F32, columns=cols),
+        Bench(bw, "add 1e8", "GB/s", add(False), work=3 * n * F32, columns=cols),
+        Bench(bw, "add 1e8 out=", "GB/s", add(True), work=3 * n * F32, columns=cols),
+        Bench(bw, "sum 1e8", "GB/s", full_sum, work=n * F32, columns=cols),
+        Bench(bw, "sum dim 0 of 8192x8192", "GB/s", sum_over(0), work=square, columns=cols),
+        Bench(bw, "sum dim 1 of 8192x8192", "GB/s", sum_over(1), work=square, columns=cols),
+        Bench(bw, "softmax 8192x8192 dim -1", "GB/s", softmax, work=2 * square, columns=cols),
+        Bench(mm, "matmul 8192 float32", "GFLOP/s", matmul("float32"), work=2 * 8192**3, columns=cols),
+        Bench(mm, "matmul 8192 bfloat16", "GFLOP/s", matmul("bfloat16"), work=2 * 8192**3, columns=cols),
+    ] + mlp_benches())
+
+
+# --------------------------------------------------------------------------
 # Import cost, in fresh interpreters so nothing is loaded already.
 # --------------------------------------------------------------------------
 IMPORT_PROBE = r"""
@@ -597,21 +658,40 @@ def goals(corename):
     ]
 
 
+def cuda_goals():
+    overhead = ("overhead a+b", "overhead a.sum()", "overhead a.relu()")
+    return [
+        Goal("launch overhead, small tensors", overhead, "torch", "ember/torch time", "<=", 1.0),
+        Goal("add 1e8 vs device copy", ("add 1e8",), "row:copy 1e8 device-to-device",
+             "ember add/copy GB/s", ">=", 0.9),
+        Goal("add 1e8", ("add 1e8",), "torch", "ember/torch GB/s", ">=", 1.0),
+        Goal("sum 1e8", ("sum 1e8",), "torch", "ember/torch GB/s", ">=", 1.0, "no target in the issue"),
+        Goal("softmax 8192x8192", ("softmax 8192x8192 dim -1",), "torch", "ember/torch GB/s", ">=", 1.0,
+             "no target in the issue"),
+        Goal("matmul 8192 float32", ("matmul 8192 float32",), "torch", "ember/torch GFLOP/s", ">=", 0.9),
+        Goal("matmul 8192 bfloat16", ("matmul 8192 bfloat16",), "torch", "ember/torch GFLOP/s", ">=", 0.9),
+    ]
+
+
 def ember_ratios(rows, goal):
-    """{row: ember/other} in each row's own unit (a time ratio or a rate ratio)."""
+    """{row: ember/other} in each row's own unit (a time ratio or a rate ratio);
+    other "row:NAME" divides by ember's own figure on row NAME."""
     ratios = {}
     for name in goal.rows:
         values = rows.get(name, {})
         ember = values.get("ember")
-        other = 1.0 if goal.other is None else values.get(goal.other)
+        if goal.other and goal.other.startswith("row:"):
+            other = rows.get(goal.other[4:], {}).get("ember")
+        else:
+            other = 1.0 if goal.other is None else values.get(goal.other)
         if ember and other:
             ratios[name] = ember / other
     return ratios
 
 
-def compute_ratios(rows, columns, corename):
+def compute_ratios(rows, columns, corename, device="cpu"):
     results = []
-    for goal in goals(corename):
+    for goal in (cuda_goals() if device == "cuda" else goals(corename)):
         per_row = ember_ratios(rows, goal)
         entry = {**goal._asdict(), "rows": per_row, "value": None, "passed": None}
         if per_row:
@@ -767,6 +847,9 @@ def describe_environment(ember, torch, sgemm, notes):
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if info[var] != str(THREADS):
             print(f"warning: {var}={info[var]} was set outside; NumPy uses that, not {THREADS}")
+    if ember is not None and ember.cuda.is_available():
+        info["gpu"] = ember.cuda.get_device_name()
+        print(f"gpu: {info['gpu']} (device 0 of {ember.cuda.device_count()})")
     for note in notes:
         print(f"note: {note}")
     print(flush=True)
@@ -822,8 +905,9 @@ def main():
     args = parse_args()
     started = time.perf_counter()
     other_load = OtherLoad()
-    benches = [b for b in all_benches() if not args.only or args.only in b.name]
-    run_imports = not args.only or any(args.only in name for name in IMPORT_ROWS)
+    every = cuda_benches() if args.device == "cuda" else all_benches()
+    benches = [b for b in every if not args.only or args.only in b.name]
+    run_imports = args.device == "cpu" and (not args.only or any(args.only in name for name in IMPORT_ROWS))
     if not benches and not run_imports:
         sys.exit(f"--only {args.only!r} matches no row")
     libs, sgemm, ember, torch, notes = load_libraries(args.device)
@@ -838,7 +922,7 @@ def main():
     corename = (info["openblas_corename_ember"] or info["openblas_corename_sgemm"]
                 or info["openblas_corename_numpy"] or os.environ.get("OPENBLAS_CORETYPE"))
     columns = [lib.name for lib in libs]
-    ratios = compute_ratios(rows, columns, corename)
+    ratios = compute_ratios(rows, columns, corename, args.device)
     print(f"\ntotal run time {time.perf_counter() - started:.0f} s")
     info["other_processes_cpu_share"] = busy = other_load.fraction()
     if busy is not None and busy > 0.1:

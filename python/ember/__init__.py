@@ -54,8 +54,9 @@ from . import autograd, cuda, backends  # noqa: E402,F401
 
 
 def manual_seed(seed):
-    """Seeds the default generator; returns it."""
+    """Seeds the default generator of the CPU and of every GPU; returns the CPU's."""
     _C.manual_seed(seed)
+    cuda.manual_seed_all(seed)
     return default_generator
 
 

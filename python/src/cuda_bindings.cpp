@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 
 #include "ember/cuda/api.h"
+#include "ember/generator.h"
+#include "python_support.h"
 
 namespace py = pybind11;
 
@@ -10,9 +12,18 @@ namespace ember::python {
 
 void bind_cuda(py::module_& m) {
   m.attr("_cuda_built") = cuda::is_built();
+  // The default Philox generator of GPU `index` (made on first use, never freed).
+  m.def("_cuda_default_generator", [](int index) {
+    EMBER_CHECK(index >= 0 && index < cuda::device_count(), Index, "cuda: invalid device index ", index);
+    return py::reinterpret_steal<py::object>(generator_object(default_generator(Device(DeviceType::CUDA, index))));
+  });
   m.def("_cuda_device_count", &cuda::device_count);
   m.def("_cuda_current_device", &cuda::current_device);
   m.def("_cuda_set_device", &cuda::set_device);
+  m.def("_cuda_device_properties", [](int device) {
+    cuda::DeviceProperties p = cuda::device_properties(device);
+    return py::make_tuple(p.name, p.total_memory, p.major, p.minor, p.multi_processor_count);
+  });
   m.def("_cuda_synchronize", &cuda::synchronize, py::arg("device") = -1, py::call_guard<py::gil_scoped_release>());
   m.def("_cuda_current_stream", &cuda::current_stream, py::arg("device") = -1);
   m.def("_cuda_default_stream", &cuda::default_stream, py::arg("device") = -1);

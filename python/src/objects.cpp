@@ -1,6 +1,7 @@
 // ember.dtype, ember.device and ember.Generator as small C types: op
 // bindings read them on every call.
 #include "python_support.h"
+#include "ember/cuda/api.h"
 
 namespace ember::python {
 
@@ -80,12 +81,22 @@ PyGetSetDef device_getsets[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyObject* generator_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  EMBER_PY_BEGIN
+  static const char* kw[] = {"device", nullptr};
+  PyObject* device = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", const_cast<char**>(kw), &device)) return nullptr;
+  Device d = device == Py_None ? Device() : arg_device(device);
+  if (d.is_cuda()) {
+    EMBER_CHECK(cuda::is_available(), Runtime, "Generator(): CUDA is not available");
+    if (d.index < 0) d.index = (int8_t)cuda::current_device();
+  }
   PyObject* obj = type->tp_alloc(type, 0);
   auto* g = reinterpret_cast<PyGenerator*>(obj);
   g->gen = new Generator();
+  g->gen->device = d;
   g->owned = true;
-  (void)args; (void)kwargs;
   return obj;
+  EMBER_PY_END
 }
 void generator_dealloc(PyObject* self) {
   auto* g = reinterpret_cast<PyGenerator*>(self);
@@ -104,6 +115,12 @@ PyObject* generator_manual_seed(PyObject* self, PyObject* seed) {
 PyObject* generator_initial_seed(PyObject* self, PyObject*) {
   return PyLong_FromUnsignedLongLong(reinterpret_cast<PyGenerator*>(self)->gen->seed);
 }
+PyObject* generator_device(PyObject* self, void*) {
+  Device d = reinterpret_cast<PyGenerator*>(self)->gen->device;
+  return device_object(d.is_cpu() ? Device() : d);
+}
+PyGetSetDef generator_getsets[] = {{"device", generator_device, nullptr, nullptr, nullptr},
+                                   {nullptr, nullptr, nullptr, nullptr, nullptr}};
 PyMethodDef generator_methods[] = {
     {"manual_seed", generator_manual_seed, METH_O, "Seeds the generator; returns it."},
     {"initial_seed", generator_initial_seed, METH_NOARGS, "The seed."},
@@ -136,15 +153,20 @@ void create_object_types(PyObject* module) {
   Py_INCREF(DeviceType);
 
   static PyType_Slot gen_slots[] = {{Py_tp_new, (void*)generator_new}, {Py_tp_dealloc, (void*)generator_dealloc},
-                                    {Py_tp_methods, generator_methods}, {0, nullptr}};
+                                    {Py_tp_methods, generator_methods}, {Py_tp_getset, generator_getsets},
+                                    {0, nullptr}};
   static PyType_Spec gen_spec = {"ember.Generator", sizeof(PyGenerator), 0, Py_TPFLAGS_DEFAULT, gen_slots};
   GeneratorType = (PyTypeObject*)PyType_FromSpec(&gen_spec);
   PyModule_AddObject(module, "Generator", (PyObject*)GeneratorType);
   Py_INCREF(GeneratorType);
-  PyObject* def = PyType_GenericAlloc(GeneratorType, 0);
-  reinterpret_cast<PyGenerator*>(def)->gen = default_generator();
-  reinterpret_cast<PyGenerator*>(def)->owned = false;
-  PyModule_AddObject(module, "default_generator", def);
+  PyModule_AddObject(module, "default_generator", generator_object(default_generator()));
+}
+
+PyObject* generator_object(Generator* gen) {
+  PyObject* obj = PyType_GenericAlloc(GeneratorType, 0);
+  reinterpret_cast<PyGenerator*>(obj)->gen = gen;
+  reinterpret_cast<PyGenerator*>(obj)->owned = false;
+  return obj;
 }
 
 PyObject* device_object(Device d) {

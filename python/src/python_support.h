@@ -42,6 +42,7 @@ struct PyGenerator {
   bool owned;
 };
 extern PyTypeObject* GeneratorType;
+PyObject* generator_object(Generator* gen);  // new reference to a generator it does not own
 
 inline bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, TensorType); }
 inline const Tensor& tensor_of(PyObject* o) { return reinterpret_cast<PyTensor*>(o)->tensor; }

@@ -59,6 +59,7 @@ def gradcheck(op, sample, rng):
         for key, arg in diff.items():
             grad = leaves[key].grad
             if grad is not None:
+                assert grad.device == leaves[key].device, f"{op.full_name}: gradient on {grad.device}"
                 analytic[key] += layout_back(arg, to_numpy(grad))
 
     def objective(overrides):

@@ -8,6 +8,7 @@ import ember
 from .dtypes import NUMPY_STORAGE, can_cast, compute_numpy_dtype, is_floating, round_to
 from .refs import eval_ref
 from .rules import bound_extras, compute_dtype, result_dtypes
+from . import tensors
 from .samples import Arg
 from .tensors import build_inputs, dtype_name, exact_values, make_tensor, to_numpy
 
@@ -189,6 +190,7 @@ def assert_tensor(t, exp, dtype, op, what):
     assert hasattr(t, "dtype") and hasattr(t, "shape"), f"{what}: expected a tensor, got {type(t).__name__}"
     got_dtype = dtype_name(t.dtype)
     assert got_dtype == dtype, f"{what}: dtype {got_dtype}, expected {dtype}"
+    assert t.device.type == tensors.DEVICE, f"{what}: on {t.device}, expected {tensors.DEVICE}"
     assert tuple(t.shape) == tuple(exp.shape), f"{what}: shape {tuple(t.shape)}, expected {tuple(exp.shape)}"
     assert_values(to_numpy(t), exp, dtype, op, what)
 

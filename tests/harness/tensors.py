@@ -1,4 +1,6 @@
 """Moving values between NumPy and ember, through public API only."""
+import contextlib
+
 import numpy as np
 
 import ember
@@ -9,6 +11,20 @@ from .spec import ALL_DTYPES
 
 
 _NAMES = None
+
+# Where make_tensor puts the tensors it makes; tests/test_cuda_ops.py runs the
+# same cases with "cuda" (layouts are then views of a device tensor).
+DEVICE = "cpu"
+
+
+@contextlib.contextmanager
+def on_device(device):
+    global DEVICE
+    previous, DEVICE = DEVICE, device
+    try:
+        yield
+    finally:
+        DEVICE = previous
 
 
 def dtype_name(dtype):
@@ -34,8 +50,10 @@ def make_tensor(np_array, dtype):
     """
     name = dtype_name(dtype)
     if name == "bfloat16":
-        return ember.from_numpy(np.array(np_array, dtype=np.float32)).to(ember.bfloat16)
-    return ember.from_numpy(np.array(np_array, dtype=NUMPY_STORAGE[name]))
+        t = ember.from_numpy(np.array(np_array, dtype=np.float32)).to(ember.bfloat16)
+    else:
+        t = ember.from_numpy(np.array(np_array, dtype=NUMPY_STORAGE[name]))
+    return t if DEVICE == "cpu" else t.to(DEVICE)
 
 
 def to_numpy(t):
@@ -43,6 +61,8 @@ def to_numpy(t):
     if getattr(t, "requires_grad", False):
         with ember.no_grad():
             t = t.clone()
+    if t.device.type != "cpu":
+        t = t.cpu()
     if t.dtype == ember.bfloat16:
         t = t.float()
     return np.array(t.numpy())

@@ -3,11 +3,13 @@
 // (seed, offset), never on how the work is split, on any device.
 #include <cstdint>
 #include <mutex>
+#include "ember/device.h"
 #include "ember/macros.h"
 
 namespace ember {
 
 struct Generator {
+  Device device;  // the device whose tensors it fills (CPU or one GPU)
   uint64_t seed = 67280421310721ull;
   uint64_t offset = 0;  // counts 128-bit blocks handed out
   std::mutex mutex;
@@ -22,6 +24,8 @@ struct Generator {
 };
 
 Generator* default_generator();
+// The default generator of a device: the CPU's, or one per GPU (index -1: the current GPU).
+Generator* default_generator(Device device);
 
 struct Philox {
   uint32_t out[4];

@@ -1,16 +1,20 @@
 // Factories: empty/zeros/ones/full, ranges, eye, and random tensors from the
-// counter-based Philox generator. Fills go through fill_ (any device); the
-// other factories compute on the CPU and move the result to `device`.
+// counter-based Philox generator. Fills go through fill_ and random tensors
+// are made where they live (any device); ranges and eye compute on the CPU
+// and move the result to `device`.
 // (requires_grad is applied by the generated entries.)
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "ember/allocator.h"
+#include "ember/cuda/api.h"
+#include "ember/cuda/random.h"
 #include "ember/generator.h"
 #include "ember/op_support.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
+#include "ember/random_transforms.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -23,6 +27,21 @@ void fill_fresh(const Tensor& t, const Scalar& v) { kernel_for(dispatch::fill_, 
 Generator* default_generator() {
   static Generator gen;
   return &gen;
+}
+
+Generator* default_generator(Device device) {
+  if (device.is_cpu()) return default_generator();
+  // One per GPU, never destroyed (tensors may be made during interpreter shutdown).
+  static Generator* per_gpu[128] = {};
+  static std::mutex mutex;
+  const int index = device.index >= 0 ? device.index : cuda::current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  Generator*& gen = per_gpu[index];
+  if (!gen) {
+    gen = new Generator();
+    gen->device = Device(DeviceType::CUDA, index);
+  }
+  return gen;
 }
 
 namespace native {
@@ -65,26 +84,26 @@ void philox_fill(T* out, int64_t n, uint64_t seed, uint64_t first, F&& f) {
   });
 }
 
-struct Stream {
-  uint64_t seed, first;
-};
-// Reserves the counter blocks for `n` elements at `per_block` elements a block.
-Stream reserve(Generator* gen, int64_t n, int per_block) {
-  if (!gen) gen = default_generator();
-  uint64_t blocks = (uint64_t)((n + per_block - 1) / per_block);
-  uint64_t first = gen->reserve(blocks);
-  return {gen->seed, first};
+// Fills a fresh tensor (on any device) with Philox blocks reserved from `gen`
+// (the device's default generator when null); values do not depend on the device.
+void random_fill(const Tensor& t, Generator* gen, const char* op, random::RandomKind kind, int64_t low = 0,
+                 uint64_t range = 0) {
+  const Device dev = t.device();
+  if (!gen) gen = default_generator(dev);
+  EMBER_CHECK(gen->device.type == dev.type, Runtime, op, "(): expected a '", dev.is_cuda() ? "cuda" : "cpu",
+              "' device type for generator but found '", gen->device.is_cuda() ? "cuda" : "cpu", "'");
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  uint64_t first = 0;
+  visit_dtype(t.dtype(), [&]<typename T>() {
+    random::with_transform<T>(kind, low, range, [&](auto f) {
+      constexpr int per_block = decltype(f)::kPerBlock;
+      first = gen->reserve((uint64_t)((n + per_block - 1) / per_block));
+      if (dev.is_cpu()) philox_fill<per_block>(t.data<T>(), n, gen->seed, first, f);
+    });
+  });
+  if (dev.is_cuda()) cuda::philox_fill(t, kind, gen->seed, first, low, range);
 }
-
-// A value of a 16/32-bit float type in [0, 1) with as many random bits as it holds.
-template <typename T>
-T uniform_of(uint32_t x) {
-  if constexpr (std::is_same_v<T, Half>) return T((float)(x >> 21) * (1.0f / 2048.0f));
-  else if constexpr (std::is_same_v<T, BFloat16>) return T((float)(x >> 24) * (1.0f / 256.0f));
-  else return T(uniform_float(x));
-}
-
-constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 }  // namespace
 
@@ -225,22 +244,9 @@ Tensor rand(const IntList& size, Generator* generator, std::optional<ScalarType>
   (void)requires_grad;
   const ScalarType dt = dtype.value_or(default_dtype());
   EMBER_CHECK(is_floating(dt), Runtime, "rand(): \"check_uniform_bounds\" not implemented for '", dtype_title(dt), "'");
-  Device dev = resolve_device(device, "rand");
-  Tensor t = empty_tensor(size, dt, Device());
-  const int64_t n = t.numel();
-  if (n == 0) return on_device(t, dev);
-  visit_dtype(dt, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, double>) {
-      // 53 bits a value: two values a block.
-      Stream s = reserve(generator, n, 2);
-      philox_fill<2>(t.data<T>(), n, s.seed, s.first,
-                     [](const Philox& ph, int k) { return uniform_double(ph.out[2 * k], ph.out[2 * k + 1]); });
-    } else if constexpr (!std::is_integral_v<T>) {
-      Stream s = reserve(generator, n, 4);
-      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [](const Philox& ph, int k) { return uniform_of<T>(ph.out[k]); });
-    }
-  });
-  return on_device(t, dev);
+  Tensor t = empty_tensor(size, dt, resolve_device(device, "rand"));
+  random_fill(t, generator, "rand", random::RandomKind::Uniform);
+  return t;
 }
 
 Tensor randn(const IntList& size, Generator* generator, std::optional<ScalarType> dtype,
@@ -248,31 +254,9 @@ Tensor randn(const IntList& size, Generator* generator, std::optional<ScalarType
   (void)requires_grad;
   const ScalarType dt = dtype.value_or(default_dtype());
   EMBER_CHECK(is_floating(dt), Runtime, "randn(): \"normal_kernel_cpu\" not implemented for '", dtype_title(dt), "'");
-  Device dev = resolve_device(device, "randn");
-  Tensor t = empty_tensor(size, dt, Device());
-  const int64_t n = t.numel();
-  if (n == 0) return on_device(t, dev);
-  // Box-Muller: a pair of uniforms (u1, u2) gives the pair (r cos, r sin).
-  auto box_muller = [](double u1, double u2, int k) {
-    double r = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1 - u1 lies in (0, 1]
-    double theta = kTwoPi * u2;
-    return (k & 1) ? r * std::sin(theta) : r * std::cos(theta);
-  };
-  visit_dtype(dt, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, double>) {
-      Stream s = reserve(generator, n, 2);
-      philox_fill<2>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
-        return box_muller(uniform_double(ph.out[0], ph.out[1]), uniform_double(ph.out[2], ph.out[3]), k);
-      });
-    } else if constexpr (!std::is_integral_v<T>) {
-      Stream s = reserve(generator, n, 4);
-      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
-        int pair = k & 2;
-        return T((float)box_muller(uniform_float(ph.out[pair]), uniform_float(ph.out[pair + 1]), k));
-      });
-    }
-  });
-  return on_device(t, dev);
+  Tensor t = empty_tensor(size, dt, resolve_device(device, "randn"));
+  random_fill(t, generator, "randn", random::RandomKind::Normal);
+  return t;
 }
 
 Tensor randint(int64_t low, int64_t high, const IntList& size, Generator* generator, std::optional<ScalarType> dtype,
@@ -281,7 +265,6 @@ Tensor randint(int64_t low, int64_t high, const IntList& size, Generator* genera
   EMBER_CHECK(low < high, Runtime, "random_ expects 'from' to be less than 'to', but got from=", low,
               " >= to=", high);
   const ScalarType dt = dtype.value_or(ScalarType::Int64);
-  Device dev = resolve_device(device, "randint");
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       EMBER_CHECK(low >= 0 && high <= 2, Runtime, "random_ expects 'from' and 'to' - 1 to be in [0, 1] for Bool, "
@@ -293,31 +276,9 @@ Tensor randint(int64_t low, int64_t high, const IntList& size, Generator* genera
                   "random_ to - 1 is out of bounds for ", dtype_title(dt));
     }
   });
-  Tensor t = empty_tensor(size, dt, Device());
-  const int64_t n = t.numel();
-  if (n == 0) return on_device(t, dev);
-  const uint64_t range = (uint64_t)high - (uint64_t)low;
-  visit_dtype(dt, [&]<typename T>() {
-    auto cast = [](int64_t v) -> T {
-      if constexpr (std::is_same_v<T, bool>) return v != 0;
-      else if constexpr (std::is_integral_v<T>) return (T)v;
-      else return T((float)(double)v);
-    };
-    if (range <= (uint64_t)std::numeric_limits<uint32_t>::max() + 1) {
-      Stream s = reserve(generator, n, 4);
-      philox_fill<4>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
-        return cast(low + (int64_t)((uint64_t)ph.out[k] % range));
-      });
-    } else {
-      // Ranges past 2^32 take 64 bits a value.
-      Stream s = reserve(generator, n, 2);
-      philox_fill<2>(t.data<T>(), n, s.seed, s.first, [&](const Philox& ph, int k) {
-        uint64_t x = ((uint64_t)ph.out[2 * k] << 32) | ph.out[2 * k + 1];
-        return cast((int64_t)((uint64_t)low + x % range));
-      });
-    }
-  });
-  return on_device(t, dev);
+  Tensor t = empty_tensor(size, dt, resolve_device(device, "randint"));
+  random_fill(t, generator, "randint", random::RandomKind::Integer, low, (uint64_t)high - (uint64_t)low);
+  return t;
 }
 
 Tensor randint_high(int64_t high, const IntList& size, Generator* generator, std::optional<ScalarType> dtype,

@@ -3,6 +3,7 @@
 #ifndef EMBER_WITH_CUDA
 #include "ember/cuda/api.h"
 #include "ember/cuda/copy.h"
+#include "ember/cuda/random.h"
 #include "ember/errors.h"
 
 namespace ember::cuda {
@@ -16,6 +17,7 @@ int device_count() { return 0; }
 bool is_available() { return false; }
 int current_device() { not_built(); }
 void set_device(int) { not_built(); }
+DeviceProperties device_properties(int) { not_built(); }
 void synchronize(int) { not_built(); }
 uintptr_t current_stream(int) { not_built(); }
 uintptr_t default_stream(int) { not_built(); }
@@ -35,6 +37,7 @@ void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 void init() {}
 Tensor copy_across_devices(const Tensor&, const Tensor&, bool) { not_built(); }
+void philox_fill(const Tensor&, RandomKind, uint64_t, uint64_t, int64_t, uint64_t) { not_built(); }
 
 }  // namespace ember::cuda
 #endif

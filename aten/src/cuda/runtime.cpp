@@ -87,6 +87,12 @@ void set_device(int device) {
   EMBER_CUDA_CHECK(cudaSetDevice(resolve(device)));
 }
 
+DeviceProperties device_properties(int device) {
+  cudaDeviceProp prop{};
+  EMBER_CUDA_CHECK(cudaGetDeviceProperties(&prop, resolve(device)));
+  return {prop.name, prop.totalGlobalMem, prop.major, prop.minor, prop.multiProcessorCount};
+}
+
 void synchronize(int device) {
   DeviceGuard guard(resolve(device));
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());

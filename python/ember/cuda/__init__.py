@@ -7,7 +7,6 @@ RuntimeError.
 import contextlib as _contextlib
 
 from .. import _C
-from .._C import Generator as _Generator
 
 
 def is_built():
@@ -55,6 +54,32 @@ def _index(device, optional=True):
 def current_device():
     _lazy_check()
     return _C._cuda_current_device()
+
+
+class _CudaDeviceProperties:
+    """What ember.cuda.get_device_properties returns (PyTorch's field names)."""
+
+    def __init__(self, name, total_memory, major, minor, multi_processor_count):
+        self.name, self.total_memory = name, total_memory
+        self.major, self.minor, self.multi_processor_count = major, minor, multi_processor_count
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    _lazy_check()
+    return _CudaDeviceProperties(*_C._cuda_device_properties(_index(device, optional=False)))
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    p = get_device_properties(device)
+    return p.major, p.minor
 
 
 def set_device(device):
@@ -261,12 +286,23 @@ def manual_seed_all(seed):
 
 
 def _cuda_generator(index):
-    # Philox state (seed, offset) per GPU; the counter-based kernels read it.
-    gens = _default_generators
-    while len(gens) <= index:
-        gens.append(_Generator())
-    return gens[index]
+    # The C++ default Philox generator of that GPU, the one rand(device="cuda:i") draws from.
+    return _C._cuda_default_generator(index)
 
 
-_default_generators = []
-default_generators = _default_generators
+class _DefaultGenerators:
+    """ember.cuda.default_generators: one generator per GPU, as in PyTorch."""
+
+    def __len__(self):
+        return device_count()
+
+    def __getitem__(self, index):
+        if not -len(self) <= index < len(self):
+            raise IndexError("default_generators index out of range")
+        return _cuda_generator(index % len(self))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+
+default_generators = _DefaultGenerators()

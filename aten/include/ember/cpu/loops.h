@@ -5,19 +5,11 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include "ember/fn_traits.h"
 #include "ember/iterator.h"
 #include "ember/parallel.h"
 
 namespace ember::cpu {
-
-template <typename F> struct fn_traits : fn_traits<decltype(&F::operator())> {};
-template <typename C, typename R, typename... A>
-struct fn_traits<R (C::*)(A...) const> {
-  using result = R;
-  using args = std::tuple<A...>;
-  static constexpr size_t arity = sizeof...(A);
-};
-template <typename F, size_t I> using arg_t = std::tuple_element_t<I, typename fn_traits<F>::args>;
 
 template <typename F, size_t... I>
 inline void strided_loop(char** data, const int64_t* s, int64_t n, const F& f, std::index_sequence<I...>) {
@@ -25,9 +17,6 @@ inline void strided_loop(char** data, const int64_t* s, int64_t n, const F& f, s
   for (int64_t i = 0; i < n; ++i)
     *reinterpret_cast<R*>(data[0] + i * s[0]) = f(*reinterpret_cast<arg_t<F, I>*>(data[I + 1] + i * s[I + 1])...);
 }
-
-// bool inputs are read as bytes: GCC does not vectorise loops that load bool.
-template <typename T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 
 template <typename F, size_t... I>
 inline void contiguous_loop(char** data, int64_t n, const F& f, std::index_sequence<I...>) {

@@ -2,7 +2,9 @@
 // ember's CUDA runtime as the rest of the library sees it: plain types only,
 // so it compiles without the CUDA headers. Without a CUDA build every call
 // but is_built/device_count raises RuntimeError (aten/src/core/cuda_absent.cpp).
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ember::cuda {
 
@@ -12,6 +14,13 @@ int device_count();
 bool is_available();
 int current_device();
 void set_device(int device);
+struct DeviceProperties {
+  std::string name;
+  size_t total_memory = 0;
+  int major = 0, minor = 0;  // compute capability
+  int multi_processor_count = 0;
+};
+DeviceProperties device_properties(int device = -1);
 // Waits for all work on `device` (-1: the current one).
 void synchronize(int device = -1);
 

@@ -31,25 +31,12 @@
 
 #include "ember/cuda/runtime.h"
 #include "ember/errors.h"
+#include "ember/fn_traits.h"
 #include "ember/iterator.h"
 
 namespace ember::cuda {
 namespace loops {
 
-// The functor's operator() signature gives the argument and result types
-// (the same trick as ember/cpu/loops.h, which is not included here: it pulls
-// in the OpenMP parallel loops).
-template <typename F> struct fn_traits : fn_traits<decltype(&F::operator())> {};
-template <typename C, typename R, typename... A>
-struct fn_traits<R (C::*)(A...) const> {
-  using result = R;
-  using args = std::tuple<A...>;
-  static constexpr int arity = sizeof...(A);
-};
-template <typename F, size_t I> using arg_t = std::tuple_element_t<I, typename fn_traits<F>::args>;
-template <typename F> using result_t = typename fn_traits<F>::result;
-// bool inputs are read as bytes and converted, as the CPU loop does.
-template <typename T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 template <typename F, size_t I> using in_t = load_t<arg_t<F, I>>;
 
 constexpr int kThreads = 128;     // threads per block
