@@ -112,3 +112,9 @@ def test_empty_and_requires_grad_on_device():
     assert ember.rand(0, device="cuda").shape == (0,)
     x = ember.randn(4, 3, device="cuda", requires_grad=True)
     assert x.is_cuda and x.requires_grad and x.is_leaf
+
+
+def test_hand_bound_functions_raise_the_error_kind():
+    # ember::Error raised under pybind11 keeps its kind (IndexError here, not RuntimeError).
+    with pytest.raises(IndexError, match="invalid device index"):
+        ember._C._cuda_default_generator(ember.cuda.device_count())

@@ -82,6 +82,14 @@ std::string node_repr(const Node& n) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember's C++ core";
+  // Hand-bound functions raise ember::Error too: map its kind as the generated bindings do.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      python::set_python_error(e);
+    }
+  });
   register_cpu_kernels();
   cuda::init();
   python::create_object_types(m.ptr());
