@@ -322,6 +322,16 @@ def test_contiguous_and_clone():
         assert z.clone().dtype == dt
 
 
+def test_matrix_transpose_properties():
+    a = arange_np(2, 3, 4)
+    x = t_(a)
+    np.testing.assert_array_equal(np_(x.mT), np.swapaxes(a, -1, -2))
+    np.testing.assert_array_equal(np_(x.mH), np.swapaxes(a, -1, -2))
+    assert same_storage(x.mT, x)
+    with pytest.raises(RuntimeError, match="only supported on matrices or batches of matrices. Got 1-D"):
+        t_(arange_np(3)).mT
+
+
 # ---------------------------------------------------------------- autograd through views
 
 def test_view_grads():

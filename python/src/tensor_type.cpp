@@ -176,6 +176,15 @@ PyObject* get_T(PyObject* self, void*) {
   EMBER_PY_END
 }
 
+// The last two dims swapped (mH is the same for real dtypes).
+PyObject* get_mT(PyObject* self, void*) {
+  EMBER_PY_BEGIN
+  EMBER_CHECK(SELF.dim() >= 2, Runtime, "tensor.mT is only supported on matrices or batches of matrices. Got ",
+              SELF.dim(), "-D tensor.");
+  return wrap(ember::transpose(SELF, -2, -1));
+  EMBER_PY_END
+}
+
 PyGetSetDef getsets[] = {
     {"shape", get_shape, nullptr, nullptr, nullptr},
     {"dtype", get_dtype, nullptr, nullptr, nullptr},
@@ -190,6 +199,8 @@ PyGetSetDef getsets[] = {
     {"_version", get_version, nullptr, nullptr, nullptr},
     {"output_nr", get_output_nr, nullptr, nullptr, nullptr},
     {"T", get_T, nullptr, nullptr, nullptr},
+    {"mT", get_mT, nullptr, nullptr, nullptr},
+    {"mH", get_mT, nullptr, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // ---------------------------------------------------------------- methods
