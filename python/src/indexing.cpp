@@ -12,43 +12,13 @@ PyObject* g_index_tensor_from = nullptr;  // ember.tensor, for list indices
 
 namespace {
 
-// A bool mask as one long index tensor per mask dim (CPU).
-TensorList mask_to_indices(const Tensor& mask_in) {
-  Tensor mask = ember::contiguous(ember::to_dtype(mask_in, ScalarType::Bool, false, false));
-  const bool* m = mask.data<bool>();
-  const int64_t n = mask.numel(), nd = mask.dim();
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) count += m[i];
-  TensorList out;
-  std::vector<int64_t*> ptrs;
-  for (int64_t d = 0; d < std::max<int64_t>(nd, 1); ++d) {
-    out.push_back(empty_tensor({count}, ScalarType::Int64));
-    ptrs.push_back(out.back().data<int64_t>());
-  }
-  if (nd == 0) {
-    // x[True] / x[False]: a new dim of size 1 or 0.
-    return out;
-  }
-  DimVector coord(nd, 0);
-  int64_t k = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (m[i]) {
-      for (int64_t d = 0; d < nd; ++d) ptrs[d][k] = coord[d];
-      ++k;
-    }
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++coord[d] < mask.sizes()[d]) break;
-      coord[d] = 0;
-    }
-  }
-  return out;
-}
-
 bool is_index_int(PyObject* o) { return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || PyIndex_Check(o)); }
 
 struct Indexed {
   Tensor view;              // after ints, slices, None, ...
-  TensorList advanced;      // per dim of `view`; undefined for non-advanced dims
+  // For ember::index: per dim of `view`, undefined for non-advanced dims; a
+  // k-dim bool mask stands for k dims (ember::index expands it, on any device).
+  TensorList advanced;
   bool has_advanced = false;
 };
 
@@ -80,7 +50,12 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
   r.view = self;
   int64_t dim = 0;       // the next dim of r.view
   int64_t self_dim = 0;  // the next dim of self, for error messages
-  std::vector<std::pair<int64_t, Tensor>> adv;
+  struct Advanced {
+    int64_t dim;   // the first dim of r.view it indexes
+    Tensor index;
+    int64_t span;  // how many dims it indexes
+  };
+  std::vector<Advanced> adv;
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* it = PyTuple_GET_ITEM(tup, i);
     bool zero_dim_int = is_tensor(it) && tensor_of(it).dim() == 0 && is_integral(tensor_of(it).dtype(), false);
@@ -124,8 +99,9 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
       if (t.dtype() == ScalarType::Bool || t.dtype() == ScalarType::UInt8) {
         if (t.dim() == 0) {
           r.view = ember::unsqueeze(r.view, dim);
-          adv.push_back({dim, empty_tensor({t.item().to_bool() ? 1 : 0}, ScalarType::Int64)});
-          if (t.item().to_bool()) ember::fill_(adv.back().second, Scalar(int64_t(0)));
+          const bool keep = t.item().to_bool();
+          adv.push_back({dim, empty_tensor({keep ? 1 : 0}, ScalarType::Int64), 1});
+          if (keep) ember::fill_(adv.back().index, Scalar(int64_t(0)));
           ++dim;
           continue;
         }
@@ -133,21 +109,25 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
           EMBER_CHECK(dim + d < r.view.dim() && t.sizes()[d] == r.view.sizes()[dim + d], Index,
                       "The shape of the mask ", t.sizes(), " at index ", d,
                       " does not match the shape of the indexed tensor ", r.view.sizes(), " at index ", dim + d);
-        TensorList parts = mask_to_indices(t);
-        for (auto& p : parts) adv.push_back({dim++, p});
+        adv.push_back({dim, t, t.dim()});
+        dim += t.dim();
         self_dim += t.dim();
       } else {
         EMBER_CHECK(t.dtype() == ScalarType::Int64 || t.dtype() == ScalarType::Int32, Index,
                     "tensors used as indices must be long, int, byte or bool tensors");
-        adv.push_back({dim++, t});
+        adv.push_back({dim++, t, 1});
         ++self_dim;
       }
     }
   }
   if (!adv.empty()) {
     r.has_advanced = true;
-    r.advanced.resize(adv.back().first + 1);
-    for (auto& [d, t] : adv) r.advanced[d] = t.dtype() == ScalarType::Int64 ? t : ember::to_dtype(t, ScalarType::Int64, false, false);
+    int64_t covered = 0;  // dims of r.view the list stands for so far
+    for (const Advanced& a : adv) {
+      for (; covered < a.dim; ++covered) r.advanced.push_back(Tensor());
+      r.advanced.push_back(a.index);
+      covered += a.span;
+    }
   }
   return r;
 }
