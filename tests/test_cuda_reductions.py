@@ -188,6 +188,16 @@ def test_over_two_to_the_31_elements():
     del x, part
 
 
+def test_dtype_and_out_arguments():
+    x = tensor(np.random.default_rng(10).integers(-9, 9, size=(6, 50)), "int16")
+    expect_same(ember.sum(x.cuda(), [1], dtype=ember.float64), ember.sum(x, [1], dtype=ember.float64), 50)
+    expect_same(ember.prod(x.cuda(), 0, dtype=ember.float32), ember.prod(x, 0, dtype=ember.float32), 6)
+    out = ember.empty(0, dtype=ember.int64, device="cuda")
+    r = ember.sum(x.cuda(), [0], out=out)
+    assert r.is_cuda and tuple(out.shape) == (50,)
+    expect_same(out, ember.sum(x, [0]))
+
+
 # ---------------------------------------------------------------- composites
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_mean_var_std(dtype):
