@@ -14,9 +14,10 @@ gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
 no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
-# Error bound relative to (|A| @ |B|): output rounding for the half types,
-# accumulation order for the others (TF32 would miss float32's by 100x).
-RTOL = {"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}
+# Error bound relative to (|A| @ |B|): accumulation order for float32/64
+# (TF32 would miss float32's by 50x); for the half types a few roundings to
+# the output type (cuBLAS may reduce split-K partials in it, as PyTorch allows).
+RTOL = {"float32": 2e-5, "float64": 1e-12, "float16": 4e-3, "bfloat16": 3e-2}
 PATHS = ["cublas", "ember"]
 
 
