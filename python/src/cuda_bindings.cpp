@@ -1,8 +1,10 @@
 // ember._C's CUDA runtime functions (_cuda_*), wrapped by python/ember/cuda.
 // Streams and events travel as integers (their handle bits); waits release the GIL.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "ember/cuda/api.h"
+#include "ember/cuda/cublas.h"
 #include "ember/generator.h"
 #include "python_support.h"
 
@@ -49,6 +51,11 @@ void bind_cuda(py::module_& m) {
   }, py::arg("device") = -1);
   m.def("_cuda_reset_peak_memory_stats", &cuda::reset_peak_memory_stats, py::arg("device") = -1);
   m.def("_cuda_empty_cache", &cuda::empty_cache);
+  // mm/bmm's library: cuBLAS (loaded at run time) or ember's tiled kernel.
+  m.def("_cuda_cublas_available", &cuda::cublas_available);
+  m.def("_cuda_cublas_status", &cuda::cublas_status);
+  m.def("_cuda_set_cublas_search_dirs", &cuda::set_cublas_search_dirs);
+  m.def("_cuda_set_cublas_enabled", &cuda::set_cublas_enabled);
 }
 
 }  // namespace ember::python

@@ -14,6 +14,7 @@
 #include "ember/parallel.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/linalg_checks.h"
 #include "ember/ops.h"
 #include "ember/tensor.h"
 
@@ -173,15 +174,44 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
 }
 
 }  // namespace
+}  // namespace cpu
 
-Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
+void check_mm_args(const Tensor& self, const Tensor& mat2) {
   EMBER_CHECK(self.dim() == 2, Runtime, "self must be a matrix");
   EMBER_CHECK(mat2.dim() == 2, Runtime, "mat2 must be a matrix");
   EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected m1 and m2 to have the same dtype, but got: ",
-              cpp_type_name(self.dtype()), " != ", cpp_type_name(mat2.dtype()));
+              cpu::cpp_type_name(self.dtype()), " != ", cpu::cpp_type_name(mat2.dtype()));
   EMBER_CHECK(self.size(1) == mat2.size(0), Runtime, "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
               self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"mm\" not implemented for '", dtype_title(self.dtype()), "'");
+}
+
+void check_bmm_args(const Tensor& self, const Tensor& mat2) {
+  EMBER_CHECK(self.dim() == 3, Runtime, "batch1 must be a 3D tensor");
+  EMBER_CHECK(mat2.dim() == 3, Runtime, "batch2 must be a 3D tensor");
+  EMBER_CHECK(mat2.size(0) == self.size(0) && mat2.size(1) == self.size(2), Runtime,
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
+              "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected scalar type ", dtype_title(self.dtype()),
+              " but found ", dtype_title(mat2.dtype()));
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"bmm\" not implemented for '", dtype_title(self.dtype()), "'");
+}
+
+void check_dot_args(const Tensor& self, const Tensor& tensor) {
+  EMBER_CHECK(self.dim() == 1 && tensor.dim() == 1, Runtime, "1D tensors expected, but got ", self.dim(), "D and ",
+              tensor.dim(), "D tensors");
+  EMBER_CHECK(self.dtype() == tensor.dtype(), Runtime, "dot : expected both vectors to have same dtype, but found ",
+              dtype_title(self.dtype()), " and ", dtype_title(tensor.dtype()));
+  EMBER_CHECK(self.numel() == tensor.numel(), Runtime, "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              tensor.numel(), " elements respectively");
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"dot\" not implemented for '", dtype_title(self.dtype()), "'");
+}
+
+namespace cpu {
+
+Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
+  check_mm_args(self, mat2);
   if (is_half(self.dtype())) {
     Tensor r = mm_cpu(to_float32(self), to_float32(mat2));
     return ember::to_dtype(r, self.dtype(), false, false);
@@ -194,14 +224,7 @@ Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
-  EMBER_CHECK(self.dim() == 3, Runtime, "batch1 must be a 3D tensor");
-  EMBER_CHECK(mat2.dim() == 3, Runtime, "batch2 must be a 3D tensor");
-  EMBER_CHECK(mat2.size(0) == self.size(0) && mat2.size(1) == self.size(2), Runtime,
-              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0), ", ", self.size(2),
-              "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
-  EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected scalar type ", dtype_title(self.dtype()),
-              " but found ", dtype_title(mat2.dtype()));
-  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"bmm\" not implemented for '", dtype_title(self.dtype()), "'");
+  check_bmm_args(self, mat2);
   if (is_half(self.dtype())) {
     Tensor r = bmm_cpu(to_float32(self), to_float32(mat2));
     return ember::to_dtype(r, self.dtype(), false, false);
@@ -210,14 +233,7 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor dot_cpu(const Tensor& self, const Tensor& tensor) {
-  EMBER_CHECK(self.dim() == 1 && tensor.dim() == 1, Runtime, "1D tensors expected, but got ", self.dim(), "D and ",
-              tensor.dim(), "D tensors");
-  EMBER_CHECK(self.dtype() == tensor.dtype(), Runtime, "dot : expected both vectors to have same dtype, but found ",
-              dtype_title(self.dtype()), " and ", dtype_title(tensor.dtype()));
-  EMBER_CHECK(self.numel() == tensor.numel(), Runtime, "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
-              tensor.numel(), " elements respectively");
-  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"dot\" not implemented for '", dtype_title(self.dtype()), "'");
+  check_dot_args(self, tensor);
   const int64_t n = self.numel();
   Tensor out = empty_tensor({}, self.dtype(), self.device());
   if (n == 0) {

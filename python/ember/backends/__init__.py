@@ -1,7 +1,30 @@
-"""ember.backends: what the build contains."""
+"""ember.backends: what the build contains and which libraries ops use."""
 import types
 
 from .. import _C
 
-cuda = types.SimpleNamespace(is_built=lambda: bool(_C._cuda_built))
+
+def _preferred_blas_library(backend=None):
+    """The library mm/bmm/matmul use on CUDA: "cublas" or "ember" (ember's tiled kernel).
+
+    Like torch.backends.cuda.preferred_blas_library: pass "cublas" or "ember" to
+    choose (this overrides EMBER_DISABLE_CUBLAS). "cublas" needs a GPU and a
+    libcublas that loads; otherwise the answer stays "ember"."""
+    if backend is not None:
+        name = str(backend).lower()
+        if name not in ("cublas", "ember"):
+            raise ValueError(f"preferred_blas_library: expected 'cublas' or 'ember', got {backend!r}")
+        _C._cuda_set_cublas_enabled(name == "cublas")
+    return "cublas" if _C._cuda_cublas_available() else "ember"
+
+
+cuda = types.SimpleNamespace(
+    is_built=lambda: bool(_C._cuda_built),
+    # True when mm/bmm on CUDA run through cuBLAS; False without a GPU, without
+    # libcublas, or with EMBER_DISABLE_CUBLAS=1. Never raises.
+    cublas_available=lambda: bool(_C._cuda_cublas_available()),
+    # Where cuBLAS was loaded from, or why it was not.
+    cublas_status=_C._cuda_cublas_status,
+    preferred_blas_library=_preferred_blas_library,
+)
 openblas = types.SimpleNamespace(corename=_C._blas_corename)

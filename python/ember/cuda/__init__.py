@@ -5,6 +5,8 @@ is False, device_count() is 0, and anything that needs a device raises
 RuntimeError.
 """
 import contextlib as _contextlib
+import importlib.util as _importlib_util
+import os as _os
 
 from .. import _C
 
@@ -271,6 +273,31 @@ reset_max_memory_allocated = reset_peak_memory_stats
 def empty_cache():
     """Returns cached blocks that hold no tensor to the driver."""
     _C._cuda_empty_cache()
+
+
+# ---------------------------------------------------------------- cuBLAS
+def _nvidia_library_dirs():
+    """Directories of PyPI's nvidia-* packages that may hold libcublas.
+
+    CUDA 13 wheels install to nvidia/cu13/lib, CUDA 12 ones to nvidia/cublas/lib.
+    The nvidia namespace package is located without importing it (or torch)."""
+    try:
+        spec = _importlib_util.find_spec("nvidia")
+    except Exception:  # a broken sys.path entry must not break `import ember`
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    dirs = []
+    for root in roots:
+        for sub in ("cu13", "cublas", "cu12"):
+            lib = _os.path.join(root, sub, "lib")
+            if _os.path.isdir(lib) and lib not in dirs:
+                dirs.append(lib)
+    return dirs
+
+
+if is_built():
+    # Only consulted when mm first loads cuBLAS (ember/backends says which path runs).
+    _C._cuda_set_cublas_search_dirs(_nvidia_library_dirs())
 
 
 # ---------------------------------------------------------------- random
