@@ -215,7 +215,7 @@ def test_mean_var_std(dtype):
                 ember.mean(tensor(np.arange(10), "int64"), dtype=ember.float32), 10)
 
 
-def test_whole_max_min_and_integer_division_check():
+def test_whole_max_min_and_unchecked_integer_division():
     x = tensor(np.random.default_rng(6).standard_normal((40, 50)), "float32")
     expect_same(ember.max(x.cuda()), ember.max(x))
     expect_same(ember.min(x.cuda()), ember.min(x))
@@ -223,8 +223,8 @@ def test_whole_max_min_and_integer_division_check():
         ember.max(ember.zeros(0, device="cuda"))
     a = tensor(np.arange(1, 13).reshape(3, 4), "int64").cuda()
     b = tensor(np.array([1, 2, 3, 0]), "int64").cuda()
-    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        ember.floor_divide(a, b)
+    # As PyTorch's CUDA ops: no check (it would cost a sync per division), no error.
+    assert ember.floor_divide(a, b).shape == (3, 4)
     expect_same(ember.floor_divide(a, a), ember.floor_divide(a.cpu(), a.cpu()))
 
 

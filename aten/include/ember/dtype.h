@@ -85,6 +85,31 @@ decltype(auto) visit_dtype(ScalarType t, F&& f) {
   }
 }
 
+// visit_dtype for the floating dtypes only; `op` names the caller in the error for others.
+template <typename F>
+void visit_floating(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    case ScalarType::Float16: return f.template operator()<Half>();
+    case ScalarType::BFloat16: return f.template operator()<BFloat16>();
+    case ScalarType::Float32: return f.template operator()<float>();
+    case ScalarType::Float64: return f.template operator()<double>();
+    default: EMBER_FAIL(Runtime, op, ": \"", op, "\" not implemented for '", dtype_title(t), "'");
+  }
+}
+
+// Calls f.template operator()<U>() with U the unsigned integer of `itemsize` bytes
+// (copies that move bytes need one instantiation per element size).
+template <typename F>
+void visit_itemsize(size_t itemsize, const char* op, F&& f) {
+  switch (itemsize) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+    default: EMBER_FAIL(Runtime, op, ": unsupported element size ", itemsize);
+  }
+}
+
 // The lowest and highest values of a type, infinities for floats (reduction identities).
 template <typename T> EMBER_HD inline T lowest_value() {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_floating_point_v<T>)

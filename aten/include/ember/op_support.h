@@ -48,4 +48,12 @@ inline std::optional<IntList> reduce_dims_arg(std::optional<int64_t> d) {
 }
 inline std::optional<IntList> optional_int_list(std::optional<int64_t> d) { return reduce_dims_arg(d); }
 
+// What softmax and log_softmax kernels (every device) start from: the input
+// after the dtype= cast, an empty output like it, and the wrapped dim.
+struct SoftmaxArgs {
+  Tensor input, output;
+  int64_t dim;
+};
+SoftmaxArgs softmax_args(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op);
+
 }  // namespace ember

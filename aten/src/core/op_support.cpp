@@ -34,8 +34,10 @@ void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::ini
   }
 }
 
+// These value checks read the data back, so they run on the CPU only: on a GPU
+// they would stall every integer division on a sync (PyTorch's CUDA ops do not check either).
 void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* op) {
-  if (!is_integral(iter.compute_dtype(), true)) return;
+  if (!is_integral(iter.compute_dtype(), true) || iter.device().is_cuda()) return;
   const Tensor& d = iter.operand(operand);
   NoGradGuard guard;
   bool any_zero = ember::any(ember::eq(d, wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
@@ -44,7 +46,7 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
 }
 
 void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op) {
-  if (!is_integral(iter.compute_dtype(), false)) return;
+  if (!is_integral(iter.compute_dtype(), false) || iter.device().is_cuda()) return;
   NoGradGuard guard;
   bool any_negative =
       ember::any(ember::lt(iter.operand(operand), wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
@@ -96,6 +98,15 @@ void copy_into_out(const Tensor& out, const Tensor& value, const char* op) {
 Device first_device(const TensorList& ts, const char* op) {
   EMBER_CHECK(!ts.empty(), Runtime, op, "(): expected a non-empty list of Tensors");
   return ts[0].device();
+}
+
+SoftmaxArgs softmax_args(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
+  Tensor input = dtype.has_value() && *dtype != self.dtype() ? ember::to_dtype(self, *dtype, false, false) : self;
+  EMBER_CHECK(is_floating(input.dtype()), Runtime, op, ": \"", op, "\" not implemented for '",
+              dtype_title(input.dtype()), "'");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(input.dim(), 1), op);
+  Tensor output = empty_tensor(input.sizes(), input.dtype(), input.device());
+  return {input, output, d};
 }
 
 }  // namespace ember

@@ -32,17 +32,6 @@ HostOffsets host_offsets(const IndexPlan& plan, const char* op) {
           enumerate_offsets(plan.inner_sizes, plan.inner_strides)};
 }
 
-template <typename F>
-void visit_size(size_t itemsize, F&& f) {
-  switch (itemsize) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-    default: EMBER_FAIL(Runtime, "index: unsupported element size ", itemsize);
-  }
-}
-
 // Calls f(row, o, b) for every (outer, B) row in parallel.
 template <typename F>
 void for_each_row(const HostOffsets& offs, F&& f) {
@@ -63,7 +52,7 @@ Tensor index_cpu(const Tensor& self, const TensorList& indices) {
   const HostOffsets offs = host_offsets(plan, "index");
   const int64_t inner = (int64_t)offs.inner.size();
   const bool inner_contig = is_iota(offs.inner);
-  visit_size(self.itemsize(), [&]<typename U>() {
+  visit_itemsize(self.itemsize(), "index", [&]<typename U>() {
     const U* src = static_cast<const U*>(self.data_ptr());
     U* dst = static_cast<U*>(out.data_ptr());
     for_each_row(offs, [&](int64_t row, int64_t o, int64_t b) {
@@ -101,7 +90,7 @@ Tensor index_put_cpu(const Tensor& self, const TensorList& indices, const Tensor
   const int64_t inner = (int64_t)offs.inner.size();
 
   if (!accumulate) {
-    visit_size(self.itemsize(), [&]<typename U>() {
+    visit_itemsize(self.itemsize(), "index", [&]<typename U>() {
       U* dst = static_cast<U*>(self.data_ptr());
       const U* src = static_cast<const U*>(pv.values.data_ptr());
       for_each_row(offs, [&](int64_t, int64_t o, int64_t b) {

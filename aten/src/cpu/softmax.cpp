@@ -18,6 +18,7 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/math.h"
+#include "ember/op_support.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
@@ -252,17 +253,13 @@ bool softmax_kernel(const Tensor& input, const Tensor& output, int64_t d, bool a
 
 template <Kind K>
 Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
-  Tensor input = dtype.has_value() && *dtype != self.dtype() ? ember::to_dtype(self, *dtype, false, false) : self;
-  EMBER_CHECK(is_floating(input.dtype()), Runtime, op, ": \"", op, "\" not implemented for '",
-              dtype_title(input.dtype()), "'");
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(input.dim(), 1), op);
-  Tensor output = empty_tensor(input.sizes(), input.dtype(), input.device());
+  SoftmaxArgs args = softmax_args(self, dim, dtype, op);
+  const Tensor& input = args.input;
+  const Tensor& output = args.output;
+  const int64_t d = args.dim;
   if (input.numel() == 0) return output;
-  visit_dtype(input.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                  std::is_same_v<T, BFloat16>)
-      if (!softmax_kernel<K, T>(input, output, d, false))
-        softmax_kernel<K, T>(ember::contiguous(input), output, d, true);
+  visit_floating(input.dtype(), op, [&]<typename T>() {
+    if (!softmax_kernel<K, T>(input, output, d, false)) softmax_kernel<K, T>(ember::contiguous(input), output, d, true);
   });
   return output;
 }

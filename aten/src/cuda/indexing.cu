@@ -249,18 +249,6 @@ void launch_walk(const Walk& w, void* self, const Tensor& b_offs, void* other, i
   check_launch(op);
 }
 
-// Copies move bytes: one instantiation per element size.
-template <typename F>
-void visit_size(size_t itemsize, F&& f) {
-  switch (itemsize) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-    default: EMBER_FAIL(Runtime, "index: unsupported element size ", itemsize);
-  }
-}
-
 }  // namespace
 
 Tensor index_cuda(const Tensor& self, const TensorList& indices) {
@@ -271,7 +259,7 @@ Tensor index_cuda(const Tensor& self, const TensorList& indices) {
   DeviceGuard guard(self.device().index);
   const Tensor b_offs = device_index_offsets(plan, self.device(), "index");
   const Walk w = make_walk(plan, contiguous_strides(plan.result_sizes), "index");
-  visit_size(self.itemsize(), [&]<typename U>() {
+  visit_itemsize(self.itemsize(), "index", [&]<typename U>() {
     launch_walk<Mode::Gather, U>(w, self.data_ptr(), b_offs, out.data_ptr(), n, self.device().index, "index");
   });
   return out;
@@ -289,7 +277,7 @@ Tensor index_put_cuda(const Tensor& self, const TensorList& indices, const Tenso
   const int device = self.device().index;
   if (!accumulate) {
     // With duplicate indices any one of the values wins, as in PyTorch.
-    visit_size(self.itemsize(), [&]<typename U>() {
+    visit_itemsize(self.itemsize(), "index", [&]<typename U>() {
       launch_walk<Mode::Scatter, U>(w, self.data_ptr(), b_offs, pv.values.data_ptr(), n, device, "index_put_");
     });
   } else {

@@ -24,6 +24,7 @@
 #include "ember/cuda/runtime.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/op_support.h"
 #include "ember/ops.h"
 #include "ember/tensor.h"
 
@@ -320,13 +321,11 @@ void launch(const T* in, T* out, int64_t outer, int64_t R, int64_t inner, cudaSt
 
 template <Kind K>
 Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
-  Tensor input = dtype.has_value() && *dtype != self.dtype() ? ember::to_dtype(self, *dtype, false, false) : self;
-  EMBER_CHECK(is_floating(input.dtype()), Runtime, op, ": \"", op, "\" not implemented for '",
-              dtype_title(input.dtype()), "'");
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(input.dim(), 1), op);
-  Tensor output = empty_tensor(input.sizes(), input.dtype(), input.device());
-  if (input.numel() == 0) return output;
-  input = ember::contiguous(input);
+  SoftmaxArgs args = softmax_args(self, dim, dtype, op);
+  const Tensor& output = args.output;
+  const int64_t d = args.dim;
+  if (args.input.numel() == 0) return output;
+  const Tensor input = ember::contiguous(args.input);
   int64_t outer = 1, R = 1, inner = 1;
   for (int64_t k = 0; k < input.dim(); ++k) {
     if (k < d) outer *= input.size(k);
@@ -336,10 +335,8 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
   const int device = input.device().index;
   DeviceGuard guard(device);
   cudaStream_t stream = current_cuda_stream(device);
-  visit_dtype(input.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                  std::is_same_v<T, BFloat16>)
-      launch<K, T>(input.data<T>(), output.data<T>(), outer, R, inner, stream, op);
+  visit_floating(input.dtype(), op, [&]<typename T>() {
+    launch<K, T>(input.data<T>(), output.data<T>(), outer, R, inner, stream, op);
   });
   return output;
 }
