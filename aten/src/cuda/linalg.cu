@@ -8,6 +8,7 @@
 
 #include "cublas_loader.h"
 #include "ember/cuda/runtime.h"
+#include "ember/dtype.h"
 #include "ember/half.h"
 #include "ember/linalg_checks.h"
 #include "ember/ops.h"
@@ -20,17 +21,6 @@ namespace {
 template <typename T> struct AccumulateOf { using type = float; };
 template <> struct AccumulateOf<double> { using type = double; };
 template <typename T> using acc_t = typename AccumulateOf<T>::type;
-
-template <typename F>
-void visit_floating(ScalarType t, F&& f) {
-  switch (t) {
-    case ScalarType::Float32: return f.template operator()<float>();
-    case ScalarType::Float64: return f.template operator()<double>();
-    case ScalarType::Float16: return f.template operator()<Half>();
-    case ScalarType::BFloat16: return f.template operator()<BFloat16>();
-    default: EMBER_FAIL(Runtime, "internal error: no CUDA linalg kernel for ", dtype_name(t));
-  }
-}
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -289,7 +279,7 @@ Tensor batched_product(const Tensor& a, const Tensor& b, const char* op) {
     return out;
   }
   if (cublas_available() && cublas_product(a, b, out, device, stream, op)) return out;
-  visit_floating(a.dtype(), [&]<typename T>() { tiled_product<T>(a, b, out, stream, op); });
+  visit_floating(a.dtype(), op, [&]<typename T>() { tiled_product<T>(a, b, out, stream, op); });
   return out;
 }
 
@@ -358,7 +348,7 @@ Tensor dot_cuda(const Tensor& self, const Tensor& tensor) {
     zero_on_device(out, stream);
     return out;
   }
-  visit_floating(self.dtype(), [&]<typename T>() {
+  visit_floating(self.dtype(), "dot", [&]<typename T>() {
     using Acc = acc_t<T>;
     const int blocks = (int)std::min(ceil_div(n, kDotThreads * 4), kDotMaxBlocks);
     Tensor partials = empty_tensor({blocks}, std::is_same_v<Acc, double> ? ScalarType::Float64 : ScalarType::Float32,
