@@ -1,0 +1,384 @@
+"""The rows of tools/bench.py: the libraries under test (one column each) and
+every benchmark, for the CPU and for --device cuda. Each Bench's build(lib)
+makes its inputs and returns a zero-argument callable to time, or None when
+that library has no equivalent."""
+import numpy as np
+
+TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}  # other units are rates: GB/s, GFLOP/s
+F32 = 4  # bytes per float32
+
+
+# --------------------------------------------------------------------------
+# The libraries under test
+# --------------------------------------------------------------------------
+class Lib:
+    """One column: a module plus how to make float32 inputs on its device."""
+
+    def __init__(self, name, mod, device="cpu"):
+        self.name, self.mod, self.device = name, mod, device
+        self.is_numpy = name in ("numpy", "openblas")
+        self.rng = np.random.default_rng(0)
+
+    def device_kwargs(self):
+        # Pass device= only off the CPU, so a young ember needs no device kwarg.
+        return {} if self.device == "cpu" else {"device": self.device}
+
+    def rand(self, *shape):
+        if self.is_numpy:
+            return self.rng.random(shape, dtype=np.float32)
+        return self.mod.rand(*shape, **self.device_kwargs())
+
+    def randn(self, *shape, dtype=None):
+        if self.is_numpy:
+            return self.rng.standard_normal(shape, dtype=np.float32)
+        kwargs = self.device_kwargs()
+        if dtype is not None:
+            kwargs["dtype"] = getattr(self.mod, dtype)
+        return self.mod.randn(*shape, **kwargs)
+
+    def zeros(self, *shape):
+        if self.is_numpy:
+            return np.zeros(shape, dtype=np.float32)
+        return self.mod.zeros(*shape, **self.device_kwargs())
+
+    def sync(self):
+        # Kernels on a GPU run asynchronously: wait for them before reading the clock.
+        if self.device != "cpu":
+            self.mod.cuda.synchronize()
+
+
+# --------------------------------------------------------------------------
+# The benchmarks. Each build(lib) makes its inputs and returns a zero-argument
+# callable to time, or None when that library has no equivalent.
+# --------------------------------------------------------------------------
+ALL_COLUMNS = ("ember", "torch", "numpy", "openblas")
+ARRAY_COLUMNS = ("ember", "torch", "numpy")  # "openblas" only has matmul
+TORCHLIKE_COLUMNS = ("ember", "torch")
+
+
+class Bench:
+    def __init__(self, section, name, unit, build, work=None, columns=ARRAY_COLUMNS):
+        self.section, self.name, self.unit, self.build = section, name, unit, build
+        self.work = work  # bytes or flops per call, for the rate units
+        self.columns = columns
+
+    def value(self, seconds):
+        """The row's figure, in its unit, for an op taking `seconds` per call."""
+        if self.unit in TIME_UNITS:
+            return seconds * TIME_UNITS[self.unit]
+        return self.work / seconds / 1e9
+
+
+def overhead_benches():
+    def build(op):
+        def build_for(lib):
+            a, b = lib.rand(1), lib.rand(1)
+            if op == "add":
+                return lambda: a + b
+            if op == "sum":
+                return lambda: a.sum()
+            if lib.is_numpy:
+                return lambda: np.maximum(a, 0)
+            return lambda: a.relu()
+        return build_for
+
+    return [Bench("per-op overhead, 1-element float32", f"overhead {label}", "us", build(op))
+            for op, label in (("add", "a+b"), ("sum", "a.sum()"), ("relu", "a.relu()"))]
+
+
+def autograd_benches():
+    def build(lib):
+        x, w, b = (lib.rand(1).requires_grad_() for _ in range(3))
+
+        def step():
+            y = (x * w + b).relu().sum()
+            y.backward()
+        return step
+
+    return [Bench("tiny autograd graph, 1 element", "autograd (x*w+b).relu().sum() fwd+bwd",
+                  "us", build, columns=TORCHLIKE_COLUMNS)]
+
+
+# op -> (inputs, out-of-place call, out= call); t is the ember or torch module.
+TORCHLIKE_ELEMENTWISE = {
+    "add": (2, lambda t, a, b: a + b, lambda t, a, b, out: t.add(a, b, out=out)),
+    "mul": (2, lambda t, a, b: a * b, lambda t, a, b, out: t.mul(a, b, out=out)),
+    "exp": (1, lambda t, a: t.exp(a), lambda t, a, out: t.exp(a, out=out)),
+    "sigmoid": (1, lambda t, a: t.sigmoid(a), lambda t, a, out: t.sigmoid(a, out=out)),
+}
+NUMPY_ELEMENTWISE = {
+    "add": (lambda a, b: a + b, lambda a, b, out: np.add(a, b, out=out)),
+    "mul": (lambda a, b: a * b, lambda a, b, out: np.multiply(a, b, out=out)),
+    "exp": (np.exp, lambda a, out: np.exp(a, out=out)),
+    "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), None),  # NumPy has no sigmoid ufunc
+}
+
+
+def elementwise_bench(op, n, size_label, use_out):
+    inputs, torchlike_call, torchlike_out_call = TORCHLIKE_ELEMENTWISE[op]
+    numpy_call, numpy_out_call = NUMPY_ELEMENTWISE[op]
+
+    def build(lib):
+        if lib.is_numpy and use_out and numpy_out_call is None:
+            return None
+        args = [lib.rand(n) for _ in range(inputs)]
+        if lib.is_numpy:
+            out = np.empty_like(args[0])
+            return (lambda: numpy_out_call(*args, out)) if use_out else (lambda: numpy_call(*args))
+        t = lib.mod
+        if use_out:
+            out = t.empty_like(args[0])
+            return lambda: torchlike_out_call(t, *args, out)
+        return lambda: torchlike_call(t, *args)
+
+    name = f"{op} {size_label}" + (" out=" if use_out else "")
+    return Bench("elementwise float32 (GB/s = bytes read + written)", name, "GB/s", build,
+                 work=(inputs + 1) * n * F32)
+
+
+def elementwise_benches():
+    benches = []
+    for op in TORCHLIKE_ELEMENTWISE:
+        for use_out in (False, True):
+            benches.append(elementwise_bench(op, 10**7, "1e7", use_out))
+    # 1e7 float32 is 40 MB, near the size of an L3 cache: 5e7 is surely memory-bound.
+    for use_out in (False, True):
+        benches.append(elementwise_bench("add", 5 * 10**7, "5e7", use_out))
+    return benches
+
+
+def layout_benches():
+    n = 4096
+
+    def broadcast_add(lib):
+        x, v = lib.rand(n, n), lib.rand(n)
+        return lambda: x + v
+
+    def transposed_add(lib):
+        x, y = lib.rand(n, n), lib.rand(n, n)
+        if lib.is_numpy:
+            return lambda: x.T + y
+        return lambda: x.t() + y
+
+    section = "broadcast and strided (GB/s)"
+    return [
+        Bench(section, "broadcast add 4096x4096 + 4096", "GB/s", broadcast_add,
+              work=(2 * n * n + n) * F32),
+        Bench(section, "transposed add X.t()+Y 4096x4096", "GB/s", transposed_add,
+              work=3 * n * n * F32),
+    ]
+
+
+def reduction_benches():
+    def full_sum(n):
+        def build(lib):
+            a = lib.rand(n)
+            return lambda: a.sum()
+        return build
+
+    def sum_over(dim):
+        def build(lib):
+            a = lib.rand(4096, 4096)
+            if lib.is_numpy:
+                return lambda: a.sum(axis=dim)
+            return lambda: a.sum(dim)
+        return build
+
+    section = "reductions (GB/s = bytes read + written)"
+    square = 4096 * 4096 * F32 + 4096 * F32
+    return [
+        Bench(section, "sum 1e7", "GB/s", full_sum(10**7), work=10**7 * F32),
+        Bench(section, "sum 5e7", "GB/s", full_sum(5 * 10**7), work=5 * 10**7 * F32),
+        Bench(section, "sum dim 0 of 4096x4096", "GB/s", sum_over(0), work=square),
+        Bench(section, "sum dim 1 of 4096x4096", "GB/s", sum_over(1), work=square),
+    ]
+
+
+def numpy_softmax_last_dim(a):
+    e = np.exp(a - a.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def softmax_benches():
+    n = 4096
+
+    def build(lib):
+        a = lib.randn(n, n)
+        if lib.is_numpy:
+            return lambda: numpy_softmax_last_dim(a)
+        return lambda: lib.mod.softmax(a, -1)
+
+    return [Bench("softmax (GB/s = bytes read + written)", "softmax 4096x4096 dim -1",
+                  "GB/s", build, work=2 * n * n * F32)]
+
+
+def matmul_benches():
+    section = "matmul float32 (GFLOP/s = 2*m*n*k / t)"
+
+    def square(n):
+        def build(lib):
+            a, b = lib.randn(n, n), lib.randn(n, n)
+            if lib.name == "openblas":  # lib.mod is a DirectSgemm
+                c = np.empty((n, n), dtype=np.float32)
+                return lambda: lib.mod.matmul_into(a, b, c)
+            return lambda: a @ b
+        return build
+
+    def batched(lib):
+        a, b = lib.randn(64, 128, 128), lib.randn(64, 128, 128)
+        if lib.is_numpy:
+            return lambda: np.matmul(a, b)
+        return lambda: lib.mod.bmm(a, b)
+
+    benches = [Bench(section, f"matmul {n}", "GFLOP/s", square(n), work=2 * n**3,
+                     columns=ALL_COLUMNS) for n in (256, 1024, 2048)]
+    benches.append(Bench(section, "bmm (64,128,128)x(64,128,128)", "GFLOP/s", batched,
+                         work=2 * 64 * 128**3))
+    return benches
+
+
+# --------------------------------------------------------------------------
+# MLP training step: the same code for every torch-like module.
+# --------------------------------------------------------------------------
+MLP_SIZES = (784, 512, 256, 10)
+MLP_BATCH = 128
+MLP_LR = 0.01
+
+
+def clear_grad(p):
+    try:
+        p.grad = None
+    except (AttributeError, TypeError, RuntimeError):  # a library that cannot unset .grad
+        p.grad.zero_()
+
+
+def torchlike_mlp_step(lib):
+    t = lib.mod
+    x = lib.randn(MLP_BATCH, MLP_SIZES[0])
+    labels = t.randint(0, MLP_SIZES[-1], (MLP_BATCH, 1), **lib.device_kwargs())
+    onehot = (labels == t.arange(MLP_SIZES[-1], **lib.device_kwargs())).float()
+    params = []
+    for fan_in, fan_out in zip(MLP_SIZES, MLP_SIZES[1:]):
+        params.append((lib.randn(fan_in, fan_out) * (2 / fan_in) ** 0.5).requires_grad_())
+        params.append(lib.zeros(fan_out).requires_grad_())
+    w1, b1, w2, b2, w3, b3 = params
+
+    def step():
+        h = t.relu(x @ w1 + b1)
+        h = t.relu(h @ w2 + b2)
+        logits = h @ w3 + b3
+        loss = -(t.log_softmax(logits, 1) * onehot).sum() / MLP_BATCH
+        loss.backward()
+        with t.no_grad():
+            for p in params:
+                p.sub_(p.grad, alpha=MLP_LR)
+                clear_grad(p)
+    return step
+
+
+def numpy_mlp_step(lib):
+    """The same maths with the backward pass written out by hand."""
+    x = lib.randn(MLP_BATCH, MLP_SIZES[0])
+    onehot = np.eye(MLP_SIZES[-1], dtype=np.float32)[
+        lib.rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
+    weights = [lib.randn(i, o) * np.float32((2 / i) ** 0.5)
+               for i, o in zip(MLP_SIZES, MLP_SIZES[1:])]
+    biases = [np.zeros(o, dtype=np.float32) for o in MLP_SIZES[1:]]
+    w1, w2, w3 = weights
+    b1, b2, b3 = biases
+
+    def step():
+        z1 = x @ w1 + b1
+        h1 = np.maximum(z1, 0)
+        z2 = h1 @ w2 + b2
+        h2 = np.maximum(z2, 0)
+        logits = h2 @ w3 + b3
+        shifted = logits - logits.max(1, keepdims=True)
+        e = np.exp(shifted)
+        sum_e = e.sum(1, keepdims=True)
+        log_softmax = shifted - np.log(sum_e)
+        loss = -(log_softmax * onehot).sum() / MLP_BATCH  # computed as the others do
+        # d loss / d logits = (softmax - onehot) / B, as each onehot row sums to 1.
+        d_logits = (e / sum_e - onehot) / MLP_BATCH
+        d_z2 = (d_logits @ w3.T) * (z2 > 0)
+        d_z1 = (d_z2 @ w2.T) * (z1 > 0)
+        grads = [(w3, h2.T @ d_logits), (b3, d_logits.sum(0)),
+                 (w2, h1.T @ d_z2), (b2, d_z2.sum(0)),
+                 (w1, x.T @ d_z1), (b1, d_z1.sum(0))]
+        for param, grad in grads:
+            param -= MLP_LR * grad
+        return loss
+    return step
+
+
+def mlp_benches():
+    def build(lib):
+        return numpy_mlp_step(lib) if lib.is_numpy else torchlike_mlp_step(lib)
+
+    sizes = "-".join(map(str, MLP_SIZES))
+    return [Bench("MLP training step (forward, backward, SGD)",
+                  f"MLP {sizes} step, batch {MLP_BATCH}", "ms", build)]
+
+
+def all_benches():
+    return (overhead_benches() + autograd_benches() + elementwise_benches()
+            + layout_benches() + reduction_benches() + softmax_benches()
+            + matmul_benches() + mlp_benches())
+
+
+# --------------------------------------------------------------------------
+# --device cuda: the GPU rows of the CUDA issue (ember and torch only).
+# --------------------------------------------------------------------------
+GPU_N = 10**8
+
+
+def cuda_benches():
+    n = GPU_N
+
+    def copy_d2d(lib):
+        a, b = lib.rand(n), lib.zeros(n)
+        return lambda: b.copy_(a)
+
+    def add(use_out):
+        def build(lib):
+            a, b = lib.rand(n), lib.rand(n)
+            if use_out:
+                out = lib.zeros(n)
+                return lambda: lib.mod.add(a, b, out=out)
+            return lambda: a + b
+        return build
+
+    def full_sum(lib):
+        a = lib.rand(n)
+        return lambda: a.sum()
+
+    def sum_over(dim):
+        def build(lib):
+            a = lib.rand(8192, 8192)
+            return lambda: a.sum(dim)
+        return build
+
+    def softmax(lib):
+        a = lib.randn(8192, 8192)
+        return lambda: lib.mod.softmax(a, -1)
+
+    def matmul(dtype):
+        def build(lib):
+            a, b = lib.randn(8192, 8192, dtype=dtype), lib.randn(8192, 8192, dtype=dtype)
+            return lambda: a @ b
+        return build
+
+    cols = TORCHLIKE_COLUMNS
+    bw, square = "GPU memory (GB/s = bytes read + written)", 8192 * 8192 * F32
+    mm = "GPU matmul 8192 (GFLOP/s = 2*n^3 / t)"
+    return (overhead_benches() + autograd_benches() + [
+        Bench(bw, "copy 1e8 device-to-device", "GB/s", copy_d2d, work=2 * n * F32, columns=cols),
+        Bench(bw, "add 1e8", "GB/s", add(False), work=3 * n * F32, columns=cols),
+        Bench(bw, "add 1e8 out=", "GB/s", add(True), work=3 * n * F32, columns=cols),
+        Bench(bw, "sum 1e8", "GB/s", full_sum, work=n * F32, columns=cols),
+        Bench(bw, "sum dim 0 of 8192x8192", "GB/s", sum_over(0), work=square, columns=cols),
+        Bench(bw, "sum dim 1 of 8192x8192", "GB/s", sum_over(1), work=square, columns=cols),
+        Bench(bw, "softmax 8192x8192 dim -1", "GB/s", softmax, work=2 * square, columns=cols),
+        Bench(mm, "matmul 8192 float32", "GFLOP/s", matmul("float32"), work=2 * 8192**3, columns=cols),
+        Bench(mm, "matmul 8192 bfloat16", "GFLOP/s", matmul("bfloat16"), work=2 * 8192**3, columns=cols),
+    ] + mlp_benches())
