@@ -16,7 +16,7 @@ for step in $steps; do
       CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) tools/dev_build.sh build/gpu > "$out/build.log" 2>&1 \
         || { tail -60 "$out/build.log"; exit 1; }
       echo "build: $((SECONDS - start)) s"
-      python3 -c "import ember; print('ember sees', ember.cuda.device_count(), 'GPU(s):', ember.cuda.get_device_name())"
+      python3 -c "import ember; n = ember.cuda.device_count(); print('ember sees', n, 'GPU(s)', ember.cuda.get_device_name() if n else '')"
       ;;
     test)
       python3 -m pytest -q -p no:cacheprovider --maxfail=50 tests/test_cuda*.py 2>&1 | tee "$out/tests.log" | tail -40
