@@ -43,6 +43,27 @@ def test_no_gpu_reports_and_raises():
     assert x.cpu() is x
 
 
+def test_matmul_precision_settings():
+    m = ember.backends.cuda.matmul
+    assert m.allow_tf32 is False and ember.get_float32_matmul_precision() == "highest"
+    try:
+        ember.set_float32_matmul_precision("high")
+        assert m.allow_tf32 is True and ember.get_float32_matmul_precision() == "high"
+        ember.set_float32_matmul_precision("highest")
+        assert m.allow_tf32 is False
+        m.allow_tf32 = True
+        assert ember.get_float32_matmul_precision() == "high"
+        with pytest.raises(RuntimeError, match="Invalid precision"):
+            ember.set_float32_matmul_precision("low")
+    finally:
+        ember.set_float32_matmul_precision("highest")
+    assert m.allow_tf32 is False
+
+
+def test_bf16_support_query():
+    assert ember.cuda.is_bf16_supported() is (HAS_GPU and ember.cuda.get_device_capability()[0] >= 8)
+
+
 # ---------------------------------------------------------------- on a GPU
 @gpu
 def test_round_trip_every_dtype():
@@ -90,6 +111,22 @@ def test_gradients_stay_on_device():
     (x * x).sum().backward()
     assert x.grad.is_cuda
     np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * x.detach().cpu().numpy(), rtol=1e-6)
+
+
+@gpu
+def test_tf32_matmul_is_close_but_not_exact():
+    if not ember.backends.cuda.cublas_available():
+        pytest.skip("TF32 is a cuBLAS setting")
+    a, b = ember.randn(512, 512, device="cuda"), ember.randn(512, 512, device="cuda")
+    exact = (a @ b).cpu().numpy()
+    ember.backends.cuda.matmul.allow_tf32 = True
+    try:
+        fast = (a @ b).cpu().numpy()
+    finally:
+        ember.backends.cuda.matmul.allow_tf32 = False
+    np.testing.assert_allclose(fast, exact, rtol=0, atol=0.1)
+    assert (fast != exact).any()   # TF32 keeps 10 mantissa bits: some products differ
+    assert ((a @ b).cpu().numpy() == exact).all()
 
 
 @gpu

@@ -60,4 +60,23 @@ def manual_seed(seed):
     return default_generator
 
 
+def set_float32_matmul_precision(precision):
+    """"highest" keeps float32 products in float32; "high" and "medium" let
+    cuBLAS use TF32 (ember.backends.cuda.matmul.allow_tf32), as in PyTorch."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+    global _float32_matmul_precision
+    _float32_matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    # Follows allow_tf32 when a program sets that flag directly, as PyTorch does.
+    if not backends.cuda.matmul.allow_tf32:
+        return "highest"
+    return "high" if _float32_matmul_precision == "highest" else _float32_matmul_precision
+
+
+_float32_matmul_precision = "highest"
+
 __version__ = "0.1.0"

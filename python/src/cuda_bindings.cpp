@@ -56,6 +56,8 @@ void bind_cuda(py::module_& m) {
   m.def("_cuda_cublas_status", &cuda::cublas_status);
   m.def("_cuda_set_cublas_search_dirs", &cuda::set_cublas_search_dirs);
   m.def("_cuda_set_cublas_enabled", &cuda::set_cublas_enabled);
+  m.def("_cuda_set_allow_tf32", &cuda::set_allow_tf32);
+  m.def("_cuda_allow_tf32", &cuda::allow_tf32);
 }
 
 }  // namespace ember::python

@@ -43,6 +43,10 @@ bool cublas_available() { return false; }
 std::string cublas_status() { return "ember was built without CUDA"; }
 void set_cublas_search_dirs(const std::vector<std::string>&) {}
 void set_cublas_enabled(bool) {}
+// Kept so that programs that set it run unchanged without CUDA.
+static bool g_allow_tf32 = false;
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+bool allow_tf32() { return g_allow_tf32; }
 
 }  // namespace ember::cuda
 #endif

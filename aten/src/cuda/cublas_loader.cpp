@@ -38,6 +38,7 @@ constexpr int kDefaultMath = 0;              // CUBLAS_DEFAULT_MATH (no TF32)
 constexpr int kGemmDefault = -1;             // CUBLAS_GEMM_DEFAULT
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;  // CUDA_R_32F, _64F, _16F, _16BF
 constexpr int kCompute32F = 68, kCompute64F = 70;            // CUBLAS_COMPUTE_32F, _64F
+constexpr int kCompute32FFastTF32 = 77;                       // CUBLAS_COMPUTE_32F_FAST_TF32
 
 using CreateFn = Status (*)(Handle*);
 using DestroyFn = Status (*)(Handle);
@@ -73,6 +74,7 @@ std::string g_handle_error;
 std::once_flag g_load_once;
 Library g_library;
 std::atomic<int> g_enabled_override{-1};  // -1: EMBER_DISABLE_CUBLAS decides
+std::atomic<bool> g_allow_tf32{false};
 
 struct DeviceHandle {
   std::mutex mutex;  // held from set-stream to the enqueued GEMM: the handle's stream is shared state
@@ -248,7 +250,8 @@ bool gemm(const GemmCall& g, int device, cudaStream_t stream, const char* op) {
   check_status(lib, lib.set_stream(h, stream), "cublasSetStream_v2", op);
   const int dt = data_type(g.dtype);
   const bool is_double = g.dtype == ScalarType::Float64;
-  const int compute = is_double ? kCompute64F : kCompute32F;
+  const bool tf32 = g.dtype == ScalarType::Float32 && g_allow_tf32.load(std::memory_order_relaxed);
+  const int compute = is_double ? kCompute64F : tf32 ? kCompute32FFastTF32 : kCompute32F;
   const float one_f = 1.f, zero_f = 0.f;
   const double one_d = 1.0, zero_d = 0.0;
   const void* alpha = is_double ? static_cast<const void*>(&one_d) : &one_f;
@@ -294,5 +297,7 @@ void set_cublas_search_dirs(const std::vector<std::string>& dirs) {
 }
 
 void set_cublas_enabled(bool enabled) { cublas::g_enabled_override.store(enabled ? 1 : 0); }
+void set_allow_tf32(bool allow) { cublas::g_allow_tf32.store(allow); }
+bool allow_tf32() { return cublas::g_allow_tf32.load(); }
 
 }  // namespace ember::cuda

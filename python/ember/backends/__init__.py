@@ -18,8 +18,22 @@ def _preferred_blas_library(backend=None):
     return "cublas" if _C._cuda_cublas_available() else "ember"
 
 
+class _MatmulSettings:
+    """ember.backends.cuda.matmul: `allow_tf32` lets cuBLAS multiply float32 in
+    TF32 (faster, about 10 bits of mantissa); False by default, as in PyTorch."""
+
+    @property
+    def allow_tf32(self):
+        return bool(_C._cuda_allow_tf32())
+
+    @allow_tf32.setter
+    def allow_tf32(self, allow):
+        _C._cuda_set_allow_tf32(bool(allow))
+
+
 cuda = types.SimpleNamespace(
     is_built=lambda: bool(_C._cuda_built),
+    matmul=_MatmulSettings(),
     # True when mm/bmm on CUDA run through cuBLAS; False without a GPU, without
     # libcublas, or with EMBER_DISABLE_CUBLAS=1. Never raises.
     cublas_available=lambda: bool(_C._cuda_cublas_available()),

@@ -84,6 +84,11 @@ def get_device_capability(device=None):
     return p.major, p.minor
 
 
+def is_bf16_supported():
+    """Whether the current GPU computes in bfloat16 natively (compute capability 8.0 or newer)."""
+    return is_available() and get_device_capability()[0] >= 8
+
+
 def set_device(device):
     index = _index(device)
     if index >= 0:

@@ -19,5 +19,9 @@ std::string cublas_status();
 void set_cublas_search_dirs(const std::vector<std::string>& dirs);
 // Switches cuBLAS off (our tiled kernel runs) or back on, overriding EMBER_DISABLE_CUBLAS.
 void set_cublas_enabled(bool enabled);
+// Whether cuBLAS may multiply float32 in TF32 (ember.backends.cuda.matmul.allow_tf32,
+// off by default as in PyTorch); our own kernel always computes in float32.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
 
 }  // namespace ember::cuda
