@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ember/blas.h"
+#include "ember/blas_layout.h"
 #include "ember/parallel.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
@@ -51,49 +52,16 @@ void check_blas_int(int64_t v, const char* op) {
   EMBER_CHECK(v <= INT_MAX, Runtime, op, ": dimension ", v, " is too large for BLAS (32-bit integers)");
 }
 
-// How an (r x c) matrix with element strides (s0, s1) is passed to row-major
-// BLAS without a copy: as is (trans = false, leading dim ld >= c), or as the
-// transpose of a row-major (c x r) matrix (trans = true, ld >= r).
-struct BlasMat {
-  bool trans = false;
-  int64_t ld = 1;
-};
-
-bool blas_layout(int64_t r, int64_t c, int64_t s0, int64_t s1, BlasMat& m) {
-  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
-    m.trans = false;
-    m.ld = r == 1 ? c : s0;
-    return m.ld <= INT_MAX;
-  }
-  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
-    m.trans = true;
-    m.ld = c == 1 ? r : s1;
-    return m.ld <= INT_MAX;
-  }
-  return false;
-}
-
-// The operand as BLAS will read it: `t` itself or a contiguous copy. The last
-// two dims are the matrix.
-Tensor blas_operand(const Tensor& t, BlasMat& m) {
-  const int64_t nd = t.dim();
-  if (blas_layout(t.size(nd - 2), t.size(nd - 1), t.stride(nd - 2), t.stride(nd - 1), m)) return t;
-  Tensor c = ember::contiguous(t);
-  EMBER_CHECK(blas_layout(c.size(nd - 2), c.size(nd - 1), c.stride(nd - 2), c.stride(nd - 1), m), Runtime,
-              "internal error: no BLAS layout for a contiguous matrix");
-  return c;
-}
-
 // OpenBLAS's own pool would compete with ember's threads; whoever else set
 // its thread count (a ctypes caller of the same library), ember resets it.
 void keep_blas_single_threaded() {
   if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
 }
 
-CBLAS_TRANSPOSE tr(const BlasMat& m) { return m.trans ? CblasTrans : CblasNoTrans; }
+CBLAS_TRANSPOSE tr(const BlasLayout& m) { return m.trans ? CblasTrans : CblasNoTrans; }
 
 template <typename T>
-void gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k,
+void gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k,
           int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
     scipy_cblas_sgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)am.ld, b,
@@ -110,7 +78,7 @@ constexpr int64_t kParallelGemmWork = int64_t(1) << 18;
 // strips (multiples of 16, the width of the AVX-512 micro-kernels), one
 // single-threaded BLAS call per strip.
 template <typename T>
-void parallel_gemm(const BlasMat& am, const T* a, const BlasMat& bm, const T* b, T* c, int64_t m, int64_t n,
+void parallel_gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T* c, int64_t m, int64_t n,
                    int64_t k) {
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
@@ -150,9 +118,9 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   check_blas_int(m, op);
   check_blas_int(n, op);
   check_blas_int(k, op);
-  BlasMat am, bm;
-  Tensor a = blas_operand(a_in, am);
-  Tensor b = blas_operand(b_in, bm);
+  BlasLayout am, bm;
+  Tensor a = blas_operand(a_in, am, INT_MAX);
+  Tensor b = blas_operand(b_in, bm, INT_MAX);
   const int64_t sa = a.stride(0), sb = b.stride(0), sc = m * n;
   keep_blas_single_threaded();
   auto run = [&]<typename T>() {

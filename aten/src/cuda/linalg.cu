@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cublas_loader.h"
+#include "ember/blas_layout.h"
 #include "ember/cuda/runtime.h"
 #include "ember/dtype.h"
 #include "ember/half.h"
@@ -21,8 +22,6 @@ namespace {
 template <typename T> struct AccumulateOf { using type = float; };
 template <> struct AccumulateOf<double> { using type = double; };
 template <typename T> using acc_t = typename AccumulateOf<T>::type;
-
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---------------------------------------------------------------- tiled GEMM
 // A block computes a BM x BN tile of C, walking K in steps of BK through two
@@ -215,43 +214,15 @@ void tiled_product(const Tensor& a, const Tensor& b, const Tensor& out, cudaStre
 }
 
 // ---------------------------------------------------------------- cuBLAS
-// How an (r x c) matrix with strides (s0, s1) reaches column-major cuBLAS
-// without a copy (as in cpu/linalg.cpp): row-major with leading dim ld >= c
-// (trans = false), or the transpose of a row-major (c x r) one, ld >= r.
-struct BlasLayout {
-  bool trans = false;
-  int64_t ld = 1;
-};
-
-bool blas_layout(int64_t r, int64_t c, int64_t s0, int64_t s1, BlasLayout& out) {
-  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
-    out = {false, r == 1 ? c : s0};
-    return true;
-  }
-  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
-    out = {true, c == 1 ? r : s1};
-    return true;
-  }
-  return false;
-}
-
-// `t` itself when its matrices have a BLAS layout, else a contiguous copy.
-Tensor blas_operand(const Tensor& t, BlasLayout& layout) {
-  if (blas_layout(t.size(1), t.size(2), t.stride(1), t.stride(2), layout)) return t;
-  Tensor c = ember::contiguous(t);
-  EMBER_CHECK(blas_layout(c.size(1), c.size(2), c.stride(1), c.stride(2), layout), Runtime,
-              "internal error: no BLAS layout for a contiguous matrix");
-  return c;
-}
-
 // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS's first operand is
 // our B. False when cuBLAS cannot take the call (the caller runs our kernel).
 bool cublas_product(const Tensor& a_in, const Tensor& b_in, const Tensor& out, int device, cudaStream_t stream,
                     const char* op) {
   const int64_t batch = a_in.size(0), m = a_in.size(1), k = a_in.size(2), n = b_in.size(2);
   BlasLayout la, lb;
-  Tensor a = blas_operand(a_in, la);
-  Tensor b = blas_operand(b_in, lb);
+  // cublas::fits rejects leading dims past 32 bits (our kernel runs those).
+  Tensor a = blas_operand(a_in, la, INT64_MAX);
+  Tensor b = blas_operand(b_in, lb, INT64_MAX);
   cublas::GemmCall call;
   call.m = n, call.n = m, call.k = k;
   call.a = b.data_ptr(), call.trans_a = lb.trans, call.lda = lb.ld, call.stride_a = b.stride(0);

@@ -23,8 +23,6 @@ int64_t stride_key(int64_t s) {
   return s < 0 ? -s : s;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int64_t pow2_at_least(int64_t n) {
   int64_t p = 1;
   while (p < n) p <<= 1;

@@ -15,6 +15,9 @@
 
 namespace ember::cuda {
 
+// Blocks (or tiles) of size b that cover a elements.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 [[noreturn]] void raise_error(cudaError_t err, const char* what, const char* file, int line);
 
 // After a launch: a launch error raises RuntimeError naming `kernel`; with
