@@ -131,6 +131,39 @@ def test_mm_split_over_threads(dtype, ka, kb, m, n):
         ember.set_num_threads(prev)
 
 
+def strip_extents():
+    """Extents around every strip boundary of the split GEMM at 2 and 3 threads (read from the library)."""
+    w = ember._C._thresholds()["gemm_strip_width"]
+    sizes = {65, 130, 33, 513, 257, 129}
+    for threads in (2, 3):
+        for k in (1, 2, 3, 5):
+            for d in (-1, 0, 1):
+                sizes.add(threads * w * k + d)
+    return sorted(s for s in sizes if s >= w)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_mm_every_strip_written(threads):
+    # Every row and column of C must be written whatever the strip rounding:
+    # (65,130)@(130,33) once left its last row unwritten at 2 threads.
+    work = ember._C._thresholds()["parallel_gemm_work"]
+    rng = np.random.default_rng(4)
+    prev = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for extent in strip_extents():
+            other = 33
+            k = max(8, -(-work // (extent * other)))  # enough work to take the split path
+            for m, n in ((extent, other), (other, extent)):
+                a = rng.standard_normal((m, k)).astype(np.float32)
+                b = rng.standard_normal((k, n)).astype(np.float32)
+                got = ember.mm(ember.from_numpy(a), ember.from_numpy(b)).numpy()
+                np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3 * np.sqrt(k),
+                                           err_msg=f"({m},{k})@({k},{n}) at {threads} threads")
+    finally:
+        ember.set_num_threads(prev)
+
+
 def test_mm_expanded_operand():
     row = tensor(np.array([[1.0, 2.0, 3.0]]), "float64")
     a = row.expand([4, 3])            # stride 0 along dim 0

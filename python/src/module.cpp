@@ -146,6 +146,17 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.cached_bytes, s.allocated_bytes);
   });
   m.def("_cpu_empty_cache", &cpu_empty_cache);
+  m.def("_thresholds", []() {
+    namespace t = ember::thresholds;
+    py::dict d;
+    d["grain_size"] = t::kGrainSize;
+    d["parallel_gemm_work"] = t::kParallelGemmWork;
+    d["gemm_strip_width"] = t::kGemmStripWidth;
+    d["small_batched_product"] = t::kSmallBatchedProduct;
+    d["reduce_block"] = t::kReduceBlock;
+    d["reduce_accumulators"] = t::kReduceAccumulators;
+    return d;
+  });
   python::bind_cuda(m);
   python::bind_caching_allocator_testing(m);
 }

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <omp.h>
+#include "ember/thresholds.h"
 
 namespace ember {
 
-constexpr int64_t kGrainSize = 32768;
+using thresholds::kGrainSize;
 
 int get_num_threads();
 void set_num_threads(int n);

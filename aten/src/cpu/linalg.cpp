@@ -71,9 +71,6 @@ void gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T*
                       (blasint)bm.ld, 0.0, c, (blasint)std::max<int64_t>(ldc, 1));
 }
 
-// Below this many multiply-adds a product runs on one thread.
-constexpr int64_t kParallelGemmWork = int64_t(1) << 18;
-
 // One product split over ember's threads: the larger of m and n is cut into
 // strips (multiples of 16, the width of the AVX-512 micro-kernels), one
 // single-threaded BLAS call per strip.
@@ -82,12 +79,14 @@ void parallel_gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const
                    int64_t k) {
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
-  const int64_t strips = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, extent / 16));
-  if (strips <= 1 || m * n * k < kParallelGemmWork || in_parallel_region()) {
+  constexpr int64_t W = thresholds::kGemmStripWidth;
+  const int64_t strips = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, extent / W));
+  if (strips <= 1 || m * n * k < thresholds::kParallelGemmWork || in_parallel_region()) {
     gemm<T>(am, a, bm, b, c, m, n, k, n);
     return;
   }
-  const int64_t per = (extent / strips + 15) / 16 * 16;
+  // Round each strip up to whole micro-kernel widths; strips * per >= extent.
+  const int64_t per = ((extent + strips - 1) / strips + W - 1) / W * W;
   parallel_for(strips, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t s = lo; s < hi; ++s) {
       const int64_t begin = s * per, len = std::min(extent, begin + per) - begin;
@@ -128,7 +127,7 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
     T* pc = out.data<T>();
     // Many small products: one product per thread. Otherwise each product
     // is split over the threads.
-    if (batch > 1 && m * n * k <= (int64_t(1) << 22)) {
+    if (batch > 1 && m * n * k <= thresholds::kSmallBatchedProduct) {
       parallel_for(batch, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k, n);
       });

@@ -11,8 +11,8 @@ namespace ember::cpu {
 
 template <typename T, typename C>
 inline T horizontal(const T* __restrict in, int64_t n, T init, const C& combine) {
-  constexpr int L = 16;
-  constexpr int64_t kBlock = 2048;
+  constexpr int L = thresholds::kReduceAccumulators;
+  constexpr int64_t kBlock = thresholds::kReduceBlock;
   T total = init;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);

@@ -1,0 +1,21 @@
+#pragma once
+// The sizes at which CPU kernels change path (serial -> parallel, one BLAS
+// call -> strips, ...). Tests read them through ember._C._thresholds() so
+// that they probe shapes on both sides of each, whatever the values become.
+#include <cstdint>
+
+namespace ember::thresholds {
+
+// Elements per OpenMP chunk for pointwise loops; below it an op runs serially.
+constexpr int64_t kGrainSize = 32768;
+// A GEMM below this many multiply-adds runs as one single-threaded BLAS call.
+constexpr int64_t kParallelGemmWork = int64_t(1) << 18;
+// Strips of a split GEMM are multiples of this (the AVX-512 micro-kernel width).
+constexpr int64_t kGemmStripWidth = 16;
+// bmm products up to this many multiply-adds run one product per thread.
+constexpr int64_t kSmallBatchedProduct = int64_t(1) << 22;
+// Contiguous reductions: elements per block of 16 vector accumulators.
+constexpr int64_t kReduceBlock = 2048;
+constexpr int kReduceAccumulators = 16;
+
+}  // namespace ember::thresholds
