@@ -43,16 +43,20 @@ Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::o
   double c = resolve_correction(unbiased, correction, op);
   std::optional<IntList> dim = all_if_empty(dim_in);
   int64_t n = reduced_count(self, dim, op);
-  // 16-bit floats accumulate in float32, as PyTorch's kernels do.
-  const bool low = self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16;
-  Tensor x = low ? ember::to_dtype(self, ScalarType::Float32) : self;
+  // On the CPU every floating dtype accumulates in float64, as PyTorch's CPU
+  // kernels do (the variance of a constant is then exactly 0); on a GPU,
+  // 16-bit floats accumulate in float32.
+  const bool half = self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16;
+  const ScalarType acc = self.device().is_cuda() ? (half ? ScalarType::Float32 : self.dtype()) : ScalarType::Float64;
+  const bool widen = acc != self.dtype();
+  Tensor x = widen ? ember::to_dtype(self, acc) : self;
   Tensor mu = ember::mean(x, dim, true, std::nullopt);
   Tensor diff = ember::sub(x, mu);
   Tensor sq = ember::sum(ember::mul(diff, diff), dim, keepdim, std::nullopt);
   double divisor = std::max(0.0, (double)n - c);
   Tensor v = ember::true_divide(sq, wrap_number(Scalar(divisor)));
   if (take_sqrt) v = ember::sqrt(v);
-  return low ? ember::to_dtype(v, self.dtype()) : v;
+  return widen ? ember::to_dtype(v, self.dtype()) : v;
 }
 
 // mean's gradient: spread evenly over the reduced elements.
@@ -85,8 +89,11 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepd
   Tensor result;
   {
     NoGradGuard guard;
-    Tensor src = dt == self.dtype() ? self : ember::to_dtype(self, dt);
-    result = ember::true_divide(ember::sum(src, dim, keepdim, std::nullopt), wrap_number(Scalar(n)));
+    // 16-bit floats sum and divide in float32 (their sum overflows long before their mean).
+    const bool half = dt == ScalarType::Float16 || dt == ScalarType::BFloat16;
+    Tensor total = ember::sum(self, dim, keepdim, half ? ScalarType::Float32 : dt);
+    result = ember::true_divide(total, wrap_number(Scalar(n)));
+    if (half) result = ember::to_dtype(result, dt);
   }
   if (track) {
     auto node = std::make_shared<MeanBackward>();

@@ -38,25 +38,35 @@ inline C row_max(const C* __restrict x, int64_t n) {
   return m;
 }
 
+// The sum of exp(x[i] - m), pairwise over blocks so that its error does not
+// grow with n; with Store, each exp is kept in y too.
+template <bool Store, typename C>
+C exp_sum(const C* x, C* y, int64_t n, C m) {
+  constexpr int64_t kBlock = thresholds::kReduceBlock;
+  if (n > kBlock) {
+    const int64_t half = (n / 2 + kBlock - 1) / kBlock * kBlock;
+    return exp_sum<Store>(x, y, half, m) + exp_sum<Store>(x + half, Store ? y + half : y, n - half, m);
+  }
+  C s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) {
+    C e = math::exp(x[i] - m);
+    if constexpr (Store) y[i] = e;
+    s += e;
+  }
+  return s;
+}
+
 // y may alias x (the 16-bit path works in place in a float buffer).
 template <Kind K, typename C>
 inline void softmax_row(const C* x, C* y, int64_t n) {
   const C m = row_max(x, n);
-  C s = 0;
   if constexpr (K == Kind::Softmax) {
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) {
-      C e = math::exp(x[i] - m);
-      y[i] = e;
-      s += e;
-    }
-    const C inv = C(1) / s;
+    const C inv = C(1) / exp_sum<true>(x, y, n, m);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] *= inv;
   } else {
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) s += math::exp(x[i] - m);
-    const C ls = math::log(s);
+    const C ls = math::log(exp_sum<false, C>(x, nullptr, n, m));
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
   }
@@ -128,13 +138,34 @@ void rows_kernel(const T* in, T* out, int64_t R, int64_t xrs, int64_t yrs, const
 // ---------------------------------------------------------------- lanes: a block of lines at once
 
 constexpr int64_t kLaneBlock = 256;
+// Rows summed one after another before pairwise halving takes over, and the
+// most halvings any line can need (buffers of kLaneBlock lanes each).
+constexpr int64_t kLaneRun = 64;
+constexpr int kLaneLevels = 64;
+
+// acc[j] = sum over rows [r0, r1) of what add_row(r, acc) adds to lane j,
+// pairwise over row ranges; `scratch` holds a buffer of w lanes per level.
+template <typename C, typename AddRow>
+void pairwise_rows(int64_t r0, int64_t r1, int64_t w, C* __restrict acc, C* scratch, const AddRow& add_row) {
+  if (r1 - r0 <= kLaneRun) {
+    for (int64_t j = 0; j < w; ++j) acc[j] = 0;
+    for (int64_t r = r0; r < r1; ++r) add_row(r, acc);
+    return;
+  }
+  const int64_t mid = r0 + (r1 - r0) / 2;
+  pairwise_rows(r0, mid, w, acc, scratch + w, add_row);
+  C* __restrict other = scratch;
+  pairwise_rows(mid, r1, w, other, scratch + w, add_row);
+#pragma omp simd
+  for (int64_t j = 0; j < w; ++j) acc[j] += other[j];
+}
 
 // `w` lines side by side: line j starts at x + j (input lanes are unit-stride)
 // and y + j * yls; along a line, elements are xrs / yrs apart. Every pass runs
 // across the lanes, so loads are contiguous and exp vectorises.
 template <Kind K, typename T, bool YUnit>
 void lane_block(const T* x, T* y, int64_t R, int64_t xrs, int64_t yrs, int64_t yls_in, int64_t w,
-                opmath_t<T>* __restrict mx, opmath_t<T>* __restrict acc) {
+                opmath_t<T>* __restrict mx, opmath_t<T>* __restrict acc, opmath_t<T>* scratch) {
   using C = opmath_t<T>;
   const int64_t yls = YUnit ? 1 : yls_in;
   for (int64_t j = 0; j < w; ++j) mx[j] = static_cast<C>(x[j]);
@@ -146,19 +177,18 @@ void lane_block(const T* x, T* y, int64_t R, int64_t xrs, int64_t yrs, int64_t y
       mx[j] = v > mx[j] ? v : mx[j];
     }
   }
-  for (int64_t j = 0; j < w; ++j) acc[j] = 0;
   // Softmax of float/double into a unit-stride output: keep exp in the output.
   constexpr bool store_exp = K == Kind::Softmax && std::is_same_v<T, C> && YUnit;
-  for (int64_t r = 0; r < R; ++r) {
+  pairwise_rows<C>(0, R, w, acc, scratch, [&](int64_t r, C* __restrict sum) {
     const T* __restrict xr = x + r * xrs;
     T* __restrict yr = y + r * yrs;
 #pragma omp simd
     for (int64_t j = 0; j < w; ++j) {
       C e = math::exp(static_cast<C>(xr[j]) - mx[j]);
       if constexpr (store_exp) yr[j] = e;
-      acc[j] += e;
+      sum[j] += e;
     }
-  }
+  });
   if constexpr (K == Kind::Softmax) {
 #pragma omp simd
     for (int64_t j = 0; j < w; ++j) acc[j] = C(1) / acc[j];
@@ -195,7 +225,7 @@ void lanes_kernel(const T* in, T* out, int64_t R, int64_t xrs, int64_t yrs, cons
   for (const IterDim& d : rest) nrest *= d.size;
   const int64_t L = lane.size;
   parallel_for(nrest * L, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
-    std::unique_ptr<C[]> mx(new C[kLaneBlock]), acc(new C[kLaneBlock]);
+    std::unique_ptr<C[]> mx(new C[kLaneBlock]), acc(new C[kLaneBlock]), scratch(new C[kLaneBlock * kLaneLevels]);
     for (int64_t q = b / L; q * L < e; ++q) {
       int64_t xo, yo;
       offsets_of(rest, q, xo, yo);
@@ -204,8 +234,8 @@ void lanes_kernel(const T* in, T* out, int64_t R, int64_t xrs, int64_t yrs, cons
         const int64_t w = std::min(kLaneBlock, j1 - j);
         const T* x = in + xo + j;
         T* y = out + yo + j * lane.ys;
-        if (lane.ys == 1) lane_block<K, T, true>(x, y, R, xrs, yrs, 1, w, mx.get(), acc.get());
-        else lane_block<K, T, false>(x, y, R, xrs, yrs, lane.ys, w, mx.get(), acc.get());
+        if (lane.ys == 1) lane_block<K, T, true>(x, y, R, xrs, yrs, 1, w, mx.get(), acc.get(), scratch.get());
+        else lane_block<K, T, false>(x, y, R, xrs, yrs, lane.ys, w, mx.get(), acc.get(), scratch.get());
       }
     }
   });

@@ -1,61 +1,222 @@
 #pragma once
-// The CPU reduction engine: output starts at `init`; every input element is
-// combined into the output element it maps to. Reduced inner dims run as a
-// horizontal reduction with many accumulators (vectorised, and accurate in
-// blocks); kept inner dims accumulate whole rows vertically.
+// The CPU reduction engine. Outputs start at `init`; every input element is
+// combined into the output element it maps to. Float sums must not grow their
+// error with the length (1e7 float32 values sum within 1e-5 of float64), so no
+// accumulator ever takes a long run of sequential combines, on any layout:
+//   - a reduced inner dim (contiguous, strided or expanded) is summed pairwise
+//     over blocks of many independent accumulators (`horizontal`);
+//   - a reduced outer dim is walked in groups of a few items, and the group
+//     partials are combined through a cascade of levels (`cascade`), as
+//     PyTorch's cascade_sum does.
+// Work is split over threads along the largest kept dim, or, when the kept dims
+// are too small, along a reduced dim with per-thread partials combined in a
+// fixed order.
+#include <memory>
 #include <vector>
 #include "ember/cpu/loops.h"
 #include "ember/reduce.h"
 
 namespace ember::cpu {
 
+namespace reduce_detail {
+// At most this many sequential combines go into one accumulator before a
+// cascade level takes over; each level combines this many partials.
+constexpr int64_t kLeaf = 16;
+
+// A growable array that keeps its contents (std::vector<bool> has no data()).
+// A copy starts empty: each thread's copy of a reduction grows its own.
+template <typename T>
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) {}
+  T* data() { return p_.get(); }
+  void reserve(size_t n) {
+    if (n <= n_) return;
+    std::unique_ptr<T[]> q(new T[n]);
+    std::copy(p_.get(), p_.get() + n_, q.get());
+    p_ = std::move(q);
+    n_ = n;
+  }
+
+ private:
+  std::unique_ptr<T[]> p_;
+  size_t n_ = 0;
+};
+}  // namespace reduce_detail
+
+// Combines n elements `stride` bytes apart, pairwise over blocks.
 template <typename T, typename C>
-inline T horizontal(const T* __restrict in, int64_t n, T init, const C& combine) {
+T horizontal(const char* in, int64_t stride, int64_t n, T init, const C& combine) {
   constexpr int L = thresholds::kReduceAccumulators;
   constexpr int64_t kBlock = thresholds::kReduceBlock;
-  T total = init;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
-    T acc[L];
-    for (int l = 0; l < L; ++l) acc[l] = init;
-    int64_t i = b;
-    for (; i + L <= e; i += L) {
-#pragma omp simd
-      for (int l = 0; l < L; ++l) acc[l] = combine(acc[l], in[i + l]);
-    }
-    for (; i < e; ++i) acc[0] = combine(acc[0], in[i]);
-    for (int w = L / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) acc[l] = combine(acc[l], acc[l + w]);
-    total = combine(total, acc[0]);
+  if (n > kBlock) {
+    const int64_t half = (n / 2 + kBlock - 1) / kBlock * kBlock;
+    return combine(horizontal<T>(in, stride, half, init, combine),
+                   horizontal<T>(in + half * stride, stride, n - half, init, combine));
   }
-  return total;
+  T acc[L];
+  for (int l = 0; l < L; ++l) acc[l] = init;
+  int64_t i = 0;
+  if (stride == (int64_t)sizeof(T)) {
+    const T* __restrict x = reinterpret_cast<const T*>(in);
+    for (; i + L <= n; i += L) {
+#pragma omp simd
+      for (int l = 0; l < L; ++l) acc[l] = combine(acc[l], x[i + l]);
+    }
+    for (; i < n; ++i) acc[0] = combine(acc[0], x[i]);
+  } else {
+    for (; i + L <= n; i += L)
+      for (int l = 0; l < L; ++l) acc[l] = combine(acc[l], *reinterpret_cast<const T*>(in + (i + l) * stride));
+    for (; i < n; ++i) acc[0] = combine(acc[0], *reinterpret_cast<const T*>(in + i * stride));
+  }
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] = combine(acc[l], acc[l + w]);
+  return acc[0];
 }
 
+// One reduction as the walk sees it: the iterator's dims (fastest first), byte
+// strides of the output (0 along reduced dims) and of the input.
 template <typename T, typename C>
-void reduce_loop(char** data, const int64_t* s, int64_t n, T init, const C& combine) {
-  char* out = data[0];
-  char* in = data[1];
-  if (s[0] == 0) {
-    T& o = *reinterpret_cast<T*>(out);
-    if (s[1] == (int64_t)sizeof(T)) {
-      o = combine(o, horizontal(reinterpret_cast<const T*>(in), n, init, combine));
-    } else {
-      T acc = o;
-      for (int64_t i = 0; i < n; ++i) acc = combine(acc, *reinterpret_cast<const T*>(in + i * s[1]));
-      o = acc;
+class CpuReduction {
+ public:
+  CpuReduction(const TensorIterator& it, T init, C combine)
+      : init_(init), combine_(combine), nd_(it.ndim()), shape_(it.shape()), os_(it.strides(0)), is_(it.strides(1)),
+        out_(it.data(0)), in_(it.data(1)) {}
+
+  int ndim() const { return nd_; }
+  int64_t size(int d) const { return shape_[d]; }
+  bool reduced(int d) const { return os_[d] == 0; }
+
+  // Narrows dim d to [begin, end) (a thread's share).
+  void narrow(int d, int64_t begin, int64_t end) {
+    out_ += begin * os_[d];
+    in_ += begin * is_[d];
+    shape_[d] = end - begin;
+  }
+  // Writes into `out` (laid out as the output) instead of the output.
+  void redirect(char* out) { out_ = out; }
+
+  void run() {
+    if (nd_ == 0) {
+      T& o = *reinterpret_cast<T*>(out_);
+      o = combine_(o, *reinterpret_cast<const T*>(in_));
+      return;
     }
-  } else if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {
-    T* __restrict o = reinterpret_cast<T*>(out);
-    const T* __restrict x = reinterpret_cast<const T*>(in);
+    for (int d = 0; d < nd_; ++d)
+      if (shape_[d] == 0) return;
+    plan();
+    walk(nd_ - 1, out_, os_.data(), in_);
+  }
+
+ private:
+  // Per dim: `seq` = sequential combines one accumulator takes over dims 0..d
+  // (the inner reduced run counts once: it is pairwise); compact strides `cs`
+  // of the kept dims, and `width` = kept elements below d, for cascade buffers.
+  void plan() {
+    seq_.resize(nd_);
+    cs_.resize(nd_);
+    width_.resize(nd_ + 1);
+    int64_t seq = 1, width = 1;
+    for (int d = 0; d < nd_; ++d) {
+      width_[d] = width;
+      cs_[d] = reduced(d) ? 0 : width * (int64_t)sizeof(T);
+      if (!reduced(d)) width *= shape_[d];
+      else if (d > 0) seq = shape_[d] > reduce_detail::kLeaf / seq ? 1 : seq * shape_[d];
+      seq_[d] = seq;
+    }
+    width_[nd_] = width;
+    scratch_.resize(nd_);
+  }
+  bool cascades(int d) const { return d > 0 && reduced(d) && shape_[d] > reduce_detail::kLeaf / seq_[d - 1]; }
+
+  // Reduces dims 0..d into `out`, whose dims have byte strides `ostr`.
+  void walk(int d, char* out, const int64_t* ostr, const char* in) {
+    if (d == 0) return inner(out, ostr[0], in);
+    if (cascades(d)) return cascade(d, out, ostr, in);
+    for (int64_t i = 0; i < shape_[d]; ++i) walk(d - 1, out + i * ostr[d], ostr, in + i * is_[d]);
+  }
+
+  void inner(char* out, int64_t ostride, const char* in) {
+    const int64_t n = shape_[0], istride = is_[0];
+    if (ostride == 0) {
+      T& o = *reinterpret_cast<T*>(out);
+      o = combine_(o, horizontal<T>(in, istride, n, init_, combine_));
+    } else if (ostride == (int64_t)sizeof(T) && istride == (int64_t)sizeof(T)) {
+      T* __restrict o = reinterpret_cast<T*>(out);
+      const T* __restrict x = reinterpret_cast<const T*>(in);
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = combine(o[i], x[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      T& o = *reinterpret_cast<T*>(out + i * s[0]);
-      o = combine(o, *reinterpret_cast<const T*>(in + i * s[1]));
+      for (int64_t i = 0; i < n; ++i) o[i] = combine_(o[i], x[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        T& o = *reinterpret_cast<T*>(out + i * ostride);
+        o = combine_(o, *reinterpret_cast<const T*>(in + i * istride));
+      }
     }
   }
-}
+
+  // Items of reduced dim d go, a group at a time, into a compact buffer of the
+  // kept dims below d; group partials climb levels of kLeaf, then meet `out`.
+  void cascade(int d, char* out, const int64_t* ostr, const char* in) {
+    using reduce_detail::kLeaf;
+    const int64_t w = width_[d], n = shape_[d];
+    const int64_t group = std::max<int64_t>(1, kLeaf / seq_[d - 1]);
+    reduce_detail::Scratch<T>& buf = scratch_[d];
+    int64_t filled[64];  // partials held by levels 1.. (16^64 items never come)
+    size_t levels = 0;
+    auto level = [&](size_t l) { return buf.data() + l * w; };
+    auto fill = [&](size_t l) { std::fill(level(l), level(l) + w, init_); };
+    auto add = [&](size_t dst, size_t src) {
+      T* __restrict a = level(dst);
+      const T* __restrict b = level(src);
+#pragma omp simd
+      for (int64_t i = 0; i < w; ++i) a[i] = combine_(a[i], b[i]);
+    };
+    buf.reserve(w);
+    fill(0);
+    for (int64_t i = 0; i < n; i += group) {
+      const int64_t e = std::min(n, i + group);
+      for (int64_t j = i; j < e; ++j) walk(d - 1, reinterpret_cast<char*>(level(0)), cs_.data(), in + j * is_[d]);
+      // Carry the group up: a level holding kLeaf partials passes them on.
+      size_t l = 1;
+      for (; l <= levels && filled[l - 1] + 1 == kLeaf; ++l) {
+        add(l, 0);
+        filled[l - 1] = 0;
+        std::copy(level(l), level(l) + w, level(0));
+        fill(l);
+      }
+      if (l > levels) {
+        filled[levels++] = 0;
+        buf.reserve((levels + 1) * w);
+        fill(l);
+      }
+      add(l, 0);
+      ++filled[l - 1];
+      fill(0);
+    }
+    for (size_t l = 2; l <= levels; ++l) add(1, l);
+    combine_into(d - 1, out, ostr, reinterpret_cast<const char*>(level(1)));
+  }
+
+  // out[kept index] = combine(out, src[kept index]) over the kept dims 0..d.
+  void combine_into(int d, char* out, const int64_t* ostr, const char* src) {
+    if (d < 0) {
+      T& o = *reinterpret_cast<T*>(out);
+      o = combine_(o, *reinterpret_cast<const T*>(src));
+      return;
+    }
+    if (reduced(d)) return combine_into(d - 1, out, ostr, src);
+    for (int64_t i = 0; i < shape_[d]; ++i) combine_into(d - 1, out + i * ostr[d], ostr, src + i * cs_[d]);
+  }
+
+  T init_;
+  C combine_;
+  int nd_;
+  DimVector shape_, os_, is_, seq_, cs_, width_;
+  char* out_;
+  const char* in_;
+  std::vector<reduce_detail::Scratch<T>> scratch_;  // per dim, the cascade's levels
+};
 
 template <typename T, typename C>
 void reduce_kernel(ReduceIterator& r, T init, C combine) {
@@ -63,38 +224,47 @@ void reduce_kernel(ReduceIterator& r, T init, C combine) {
   const int64_t nout = r.output.numel();
   for (int64_t i = 0; i < nout; ++i) out[i] = init;
   TensorIterator it = TensorIterator::reduction(r.output, r.input);
-  auto loop = [&](char** data, const int64_t* s, int64_t n) { reduce_loop<T>(data, s, n, init, combine); };
-  const int64_t numel = it.numel();
+  CpuReduction<T, C> whole(it, init, combine);
   const int threads = get_num_threads();
-  if (numel < kGrainSize * 2 || threads == 1 || in_parallel_region()) {
-    it.serial_for_each(loop, 0, numel);
+  if (it.numel() < thresholds::kGrainSize * 2 || threads == 1 || in_parallel_region()) {
+    whole.run();
     return;
   }
-  if (nout == 1) {
-    // Whole reduction: per-thread partials, combined in a fixed order.
-    std::vector<T> partial(threads, init);
-    parallel_for(numel, kGrainSize, [&](int64_t b, int64_t e) {
-      TensorIterator local = it;
-      T acc = init;
-      local.set_data(0, reinterpret_cast<char*>(&acc));
-      local.serial_for_each(loop, b, e);
-      partial[omp_get_thread_num()] = acc;
+  // The largest kept and reduced dims. Kept dims split cleanly (each thread
+  // owns its outputs) when there are enough of them to go round.
+  int kept = -1, red = -1;
+  for (int d = 0; d < whole.ndim(); ++d) {
+    int& best = whole.reduced(d) ? red : kept;
+    if (best < 0 || whole.size(d) > whole.size(best)) best = d;
+  }
+  const int64_t enough = kept == 0 ? 64 * threads : 4 * threads;  // inner columns: a few cache lines each
+  if (kept >= 0 && (whole.size(kept) >= enough || red < 0)) {
+    parallel_for(whole.size(kept), 1, [&](int64_t b, int64_t e) {
+      CpuReduction<T, C> part = whole;
+      part.narrow(kept, b, e);
+      part.run();
     });
-    T acc = out[0];
-    for (T p : partial) acc = combine(acc, p);
-    out[0] = acc;
     return;
   }
-  // Split the largest kept dim across threads: each writes its own outputs.
-  int split = -1;
-  for (int d = 0; d < it.ndim(); ++d)
-    if (it.strides(0)[d] != 0 && (split < 0 || it.shape()[d] > it.shape()[split])) split = d;
-  const int64_t extent = it.shape()[split];
-  parallel_for(extent, 1, [&](int64_t b, int64_t e) {
-    TensorIterator local = it;
-    local.restrict_dim(split, b, e - b);
-    local.serial_for_each(loop, 0, local.numel());
+  // Few outputs: each thread reduces a range of `red` into its own copy of
+  // the outputs; the copies are combined in thread order.
+  reduce_detail::Scratch<T> partial;
+  partial.reserve((size_t)threads * nout);
+  std::fill(partial.data(), partial.data() + (size_t)threads * nout, init);
+  std::vector<char> used(threads, 0);
+  parallel_for(whole.size(red), 1, [&](int64_t b, int64_t e) {
+    const int t = omp_get_thread_num();
+    CpuReduction<T, C> part = whole;
+    part.redirect(reinterpret_cast<char*>(partial.data() + (size_t)t * nout));
+    part.narrow(red, b, e);
+    part.run();
+    used[t] = 1;
   });
+  for (int t = 0; t < threads; ++t) {
+    if (!used[t]) continue;
+    const T* p = partial.data() + (size_t)t * nout;
+    for (int64_t i = 0; i < nout; ++i) out[i] = combine(out[i], p[i]);
+  }
 }
 
 }  // namespace ember::cpu
