@@ -184,6 +184,18 @@ def reduction_benches():
             return lambda: a.sum(dim)
         return build
 
+    def sum_narrow_columns(lib):  # many rows, few outputs: the cascade's worst case
+        a = lib.rand(2_500_000, 4)
+        return (lambda: a.sum(axis=0)) if lib.is_numpy else (lambda: a.sum(0))
+
+    def sum_strided(lib):  # every other column: a strided inner run
+        a = lib.rand(4096, 4096)[:, ::2]
+        return lambda: a.sum()
+
+    def var_all(lib):
+        a = lib.rand(10**7)
+        return (lambda: a.var(ddof=1)) if lib.is_numpy else (lambda: a.var())
+
     section = "reductions (GB/s = bytes read + written)"
     square = 4096 * 4096 * F32 + 4096 * F32
     return [
@@ -191,6 +203,9 @@ def reduction_benches():
         Bench(section, "sum 5e7", "GB/s", full_sum(5 * 10**7), work=5 * 10**7 * F32),
         Bench(section, "sum dim 0 of 4096x4096", "GB/s", sum_over(0), work=square),
         Bench(section, "sum dim 1 of 4096x4096", "GB/s", sum_over(1), work=square),
+        Bench(section, "sum dim 0 of 2.5e6x4", "GB/s", sum_narrow_columns, work=10**7 * F32),
+        Bench(section, "sum of 4096x4096[:, ::2]", "GB/s", sum_strided, work=4096 * 2048 * F32),
+        Bench(section, "var 1e7", "GB/s", var_all, work=10**7 * F32),
     ]
 
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer run of the op harness, the
+# differential sweep, the fuzz test and the accuracy/layout tests.
+#   tools/sanitize.sh [BUILD_DIR] [pytest args...]     (default build/asan)
+# Builds ember (CPU only, -O1 -g, every UB check fatal) into BUILD_DIR, then
+# runs the tests with the ASan runtime preloaded into Python. Any report fails
+# the run. Leak checking is off: CPython itself does not free everything.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath -m "${1:-$root/build/asan}")
+shift || true
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF \
+    -DEMBER_SANITIZE=address,undefined \
+    -DPython_EXECUTABLE="$(command -v python3)" \
+    -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
+fi
+"$root/tools/dev_build.sh" "$build"
+tests=(tests/test_ops.py tests/test_sweep.py tests/test_fuzz.py tests/test_accuracy.py tests/test_reduce_layouts.py
+       tests/test_overlap.py tests/test_overflow.py)
+present=()
+for t in "${tests[@]}"; do [ -f "$root/$t" ] && present+=("$t"); done
+cd "$root"
+# The tests' children inherit the preload; EMBER_SANITIZED tells tests not to
+# cap address space (ASan reserves terabytes of shadow memory).
+export EMBER_SANITIZED=1
+export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+PYTHONPATH="$build/pkg" python3 -m pytest "${present[@]}" -q -x -p no:cacheprovider "$@"
