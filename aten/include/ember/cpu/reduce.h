@@ -10,7 +10,9 @@
 //     PyTorch's cascade_sum does.
 // Work is split over threads along the largest kept dim, or, when the kept dims
 // are too small, along a reduced dim with per-thread partials combined in a
-// fixed order.
+// fixed order. The arithmetic is a ReduceOps: `reduce` folds an input element
+// into an accumulator, `merge` joins two accumulators (both are `combine` for
+// the generated reductions; var's Welford state differs from its input).
 #include <memory>
 #include <vector>
 #include "ember/cpu/loops.h"
@@ -45,44 +47,71 @@ class Scratch {
 };
 }  // namespace reduce_detail
 
-// Combines n elements `stride` bytes apart, pairwise over blocks.
+template <typename AccT, typename InT, typename Reduce, typename Merge>
+struct ReduceOps {
+  using Acc = AccT;
+  using In = InT;
+  Acc init;
+  Reduce reduce;  // (Acc, In) -> Acc
+  Merge merge;    // (Acc, Acc) -> Acc
+};
+
+// The ops of a reduction whose accumulator is its element type (sum, max, ...).
 template <typename T, typename C>
-T horizontal(const char* in, int64_t stride, int64_t n, T init, const C& combine) {
+ReduceOps<T, T, C, C> same_type_ops(T init, C combine) {
+  return {init, combine, combine};
+}
+
+// Reduces n input elements `stride` bytes apart, pairwise over blocks.
+template <typename Ops>
+typename Ops::Acc horizontal(const Ops& ops, const char* in, int64_t stride, int64_t n) {
+  using Acc = typename Ops::Acc;
+  using In = typename Ops::In;
   constexpr int L = thresholds::kReduceAccumulators;
   constexpr int64_t kBlock = thresholds::kReduceBlock;
   if (n > kBlock) {
     const int64_t half = (n / 2 + kBlock - 1) / kBlock * kBlock;
-    return combine(horizontal<T>(in, stride, half, init, combine),
-                   horizontal<T>(in + half * stride, stride, n - half, init, combine));
+    return ops.merge(horizontal(ops, in, stride, half), horizontal(ops, in + half * stride, stride, n - half));
   }
-  T acc[L];
-  for (int l = 0; l < L; ++l) acc[l] = init;
+  if constexpr (requires(const In* p) { ops.reduce.block(p, n); }) {
+    // The ops reduce a contiguous block better themselves (var: two passes in cache).
+    if (stride == (int64_t)sizeof(In)) return ops.reduce.block(reinterpret_cast<const In*>(in), n);
+  }
+  Acc acc[L];
+  for (int l = 0; l < L; ++l) acc[l] = ops.init;
   int64_t i = 0;
-  if (stride == (int64_t)sizeof(T)) {
-    const T* __restrict x = reinterpret_cast<const T*>(in);
+  if (stride == (int64_t)sizeof(In)) {
+    const In* __restrict x = reinterpret_cast<const In*>(in);
     for (; i + L <= n; i += L) {
 #pragma omp simd
-      for (int l = 0; l < L; ++l) acc[l] = combine(acc[l], x[i + l]);
+      for (int l = 0; l < L; ++l) acc[l] = ops.reduce(acc[l], x[i + l]);
     }
-    for (; i < n; ++i) acc[0] = combine(acc[0], x[i]);
+    for (; i < n; ++i) acc[0] = ops.reduce(acc[0], x[i]);
   } else {
     for (; i + L <= n; i += L)
-      for (int l = 0; l < L; ++l) acc[l] = combine(acc[l], *reinterpret_cast<const T*>(in + (i + l) * stride));
-    for (; i < n; ++i) acc[0] = combine(acc[0], *reinterpret_cast<const T*>(in + i * stride));
+      for (int l = 0; l < L; ++l) acc[l] = ops.reduce(acc[l], *reinterpret_cast<const In*>(in + (i + l) * stride));
+    for (; i < n; ++i) acc[0] = ops.reduce(acc[0], *reinterpret_cast<const In*>(in + i * stride));
   }
   for (int w = L / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) acc[l] = combine(acc[l], acc[l + w]);
+    for (int l = 0; l < w; ++l) acc[l] = ops.merge(acc[l], acc[l + w]);
   return acc[0];
 }
 
 // One reduction as the walk sees it: the iterator's dims (fastest first), byte
-// strides of the output (0 along reduced dims) and of the input.
-template <typename T, typename C>
+// strides of the accumulators (0 along reduced dims) and of the input. The
+// iterator's operand 0 only lays out the outputs: `out` holds one Acc each.
+template <typename Ops>
 class CpuReduction {
+  using T = typename Ops::Acc;
+  using In = typename Ops::In;
+
  public:
-  CpuReduction(const TensorIterator& it, T init, C combine)
-      : init_(init), combine_(combine), nd_(it.ndim()), shape_(it.shape()), os_(it.strides(0)), is_(it.strides(1)),
-        out_(it.data(0)), in_(it.data(1)) {}
+  CpuReduction(const TensorIterator& it, const Ops& ops, T* out)
+      : ops_(ops), nd_(it.ndim()), shape_(it.shape()), os_(it.strides(0)), is_(it.strides(1)),
+        out_(reinterpret_cast<char*>(out)), in_(it.data(1)) {
+    const int64_t item = (int64_t)it.operand(0).itemsize();
+    for (int d = 0; d < nd_; ++d) os_[d] = os_[d] / item * (int64_t)sizeof(T);
+  }
 
   int ndim() const { return nd_; }
   int64_t size(int d) const { return shape_[d]; }
@@ -100,7 +129,7 @@ class CpuReduction {
   void run() {
     if (nd_ == 0) {
       T& o = *reinterpret_cast<T*>(out_);
-      o = combine_(o, *reinterpret_cast<const T*>(in_));
+      o = ops_.reduce(o, *reinterpret_cast<const In*>(in_));
       return;
     }
     for (int d = 0; d < nd_; ++d)
@@ -141,16 +170,16 @@ class CpuReduction {
     const int64_t n = shape_[0], istride = is_[0];
     if (ostride == 0) {
       T& o = *reinterpret_cast<T*>(out);
-      o = combine_(o, horizontal<T>(in, istride, n, init_, combine_));
-    } else if (ostride == (int64_t)sizeof(T) && istride == (int64_t)sizeof(T)) {
+      o = ops_.merge(o, horizontal(ops_, in, istride, n));
+    } else if (ostride == (int64_t)sizeof(T) && istride == (int64_t)sizeof(In)) {
       T* __restrict o = reinterpret_cast<T*>(out);
-      const T* __restrict x = reinterpret_cast<const T*>(in);
+      const In* __restrict x = reinterpret_cast<const In*>(in);
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = combine_(o[i], x[i]);
+      for (int64_t i = 0; i < n; ++i) o[i] = ops_.reduce(o[i], x[i]);
     } else {
       for (int64_t i = 0; i < n; ++i) {
         T& o = *reinterpret_cast<T*>(out + i * ostride);
-        o = combine_(o, *reinterpret_cast<const T*>(in + i * istride));
+        o = ops_.reduce(o, *reinterpret_cast<const In*>(in + i * istride));
       }
     }
   }
@@ -165,12 +194,12 @@ class CpuReduction {
     int64_t filled[64];  // partials held by levels 1.. (16^64 items never come)
     size_t levels = 0;
     auto level = [&](size_t l) { return buf.data() + l * w; };
-    auto fill = [&](size_t l) { std::fill(level(l), level(l) + w, init_); };
+    auto fill = [&](size_t l) { std::fill(level(l), level(l) + w, ops_.init); };
     auto add = [&](size_t dst, size_t src) {
       T* __restrict a = level(dst);
       const T* __restrict b = level(src);
 #pragma omp simd
-      for (int64_t i = 0; i < w; ++i) a[i] = combine_(a[i], b[i]);
+      for (int64_t i = 0; i < w; ++i) a[i] = ops_.merge(a[i], b[i]);
     };
     buf.reserve(w);
     fill(0);
@@ -202,15 +231,14 @@ class CpuReduction {
   void combine_into(int d, char* out, const int64_t* ostr, const char* src) {
     if (d < 0) {
       T& o = *reinterpret_cast<T*>(out);
-      o = combine_(o, *reinterpret_cast<const T*>(src));
+      o = ops_.merge(o, *reinterpret_cast<const T*>(src));
       return;
     }
     if (reduced(d)) return combine_into(d - 1, out, ostr, src);
     for (int64_t i = 0; i < shape_[d]; ++i) combine_into(d - 1, out + i * ostr[d], ostr, src + i * cs_[d]);
   }
 
-  T init_;
-  C combine_;
+  Ops ops_;
   int nd_;
   DimVector shape_, os_, is_, seq_, cs_, width_;
   char* out_;
@@ -218,13 +246,12 @@ class CpuReduction {
   std::vector<reduce_detail::Scratch<T>> scratch_;  // per dim, the cascade's levels
 };
 
-template <typename T, typename C>
-void reduce_kernel(ReduceIterator& r, T init, C combine) {
-  T* out = r.output.data<T>();
-  const int64_t nout = r.output.numel();
-  for (int64_t i = 0; i < nout; ++i) out[i] = init;
-  TensorIterator it = TensorIterator::reduction(r.output, r.input);
-  CpuReduction<T, C> whole(it, init, combine);
+// Reduces the iterator's input into out[nout] (accumulators laid out as its
+// operand 0, already holding ops.init), on ember's threads.
+template <typename Ops>
+void run_reduction(const TensorIterator& it, const Ops& ops, typename Ops::Acc* out, int64_t nout) {
+  using Acc = typename Ops::Acc;
+  CpuReduction<Ops> whole(it, ops, out);
   const int threads = get_num_threads();
   if (it.numel() < thresholds::kGrainSize * 2 || threads == 1 || in_parallel_region()) {
     whole.run();
@@ -240,21 +267,21 @@ void reduce_kernel(ReduceIterator& r, T init, C combine) {
   const int64_t enough = kept == 0 ? 64 * threads : 4 * threads;  // inner columns: a few cache lines each
   if (kept >= 0 && (whole.size(kept) >= enough || red < 0)) {
     parallel_for(whole.size(kept), 1, [&](int64_t b, int64_t e) {
-      CpuReduction<T, C> part = whole;
+      CpuReduction<Ops> part = whole;
       part.narrow(kept, b, e);
       part.run();
     });
     return;
   }
   // Few outputs: each thread reduces a range of `red` into its own copy of
-  // the outputs; the copies are combined in thread order.
-  reduce_detail::Scratch<T> partial;
+  // the outputs; the copies are merged in thread order.
+  reduce_detail::Scratch<Acc> partial;
   partial.reserve((size_t)threads * nout);
-  std::fill(partial.data(), partial.data() + (size_t)threads * nout, init);
+  std::fill(partial.data(), partial.data() + (size_t)threads * nout, ops.init);
   std::vector<char> used(threads, 0);
   parallel_for(whole.size(red), 1, [&](int64_t b, int64_t e) {
     const int t = omp_get_thread_num();
-    CpuReduction<T, C> part = whole;
+    CpuReduction<Ops> part = whole;
     part.redirect(reinterpret_cast<char*>(partial.data() + (size_t)t * nout));
     part.narrow(red, b, e);
     part.run();
@@ -262,9 +289,17 @@ void reduce_kernel(ReduceIterator& r, T init, C combine) {
   });
   for (int t = 0; t < threads; ++t) {
     if (!used[t]) continue;
-    const T* p = partial.data() + (size_t)t * nout;
-    for (int64_t i = 0; i < nout; ++i) out[i] = combine(out[i], p[i]);
+    const Acc* p = partial.data() + (size_t)t * nout;
+    for (int64_t i = 0; i < nout; ++i) out[i] = ops.merge(out[i], p[i]);
   }
+}
+
+template <typename T, typename C>
+void reduce_kernel(ReduceIterator& r, T init, C combine) {
+  T* out = r.output.data<T>();
+  const int64_t nout = r.output.numel();
+  for (int64_t i = 0; i < nout; ++i) out[i] = init;
+  run_reduction(TensorIterator::reduction(r.output, r.input), same_type_ops(init, combine), out, nout);
 }
 
 }  // namespace ember::cpu
