@@ -99,9 +99,11 @@ class OpGen:
         checks += [f'check_no_partial_overlap({written}, {n}, "{op_name}");' for n in lists]
         return checks
 
-    def args_with_self(self, expr):
-        """The call arguments with `self` passed as the C++ expression `expr`."""
-        return ", ".join(expr if p.name == "self" else p.name for p in self.params)
+    def args_copying_aliases(self, cond):
+        """The call arguments where, when C++ `cond` holds, each tensor sharing memory
+        with `self` (self included) is passed as a clone."""
+        return ", ".join(f"{cond} ? copy_if_aliases({p.name}, self) : {p.name}" if p.type.is_tensor else p.name
+                         for p in self.params)
 
     def any_requires_grad(self):
         """C++: grad mode is on and a tensor argument requires grad."""
