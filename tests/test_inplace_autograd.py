@@ -222,3 +222,21 @@ def test_derived_inplace_reading_its_own_target_differentiates_like_the_function
         z.div_(z[:], rounding_mode=rounding_mode)
 
     _assert_flat(step)
+
+
+def _accumulate_after_create_graph(lib):
+    x = lib.ones(3, requires_grad=True)
+    (x.sum() * 1).backward(create_graph=True)  # sum's gradient is an expanded view
+    x.sum().backward()
+    with lib.no_grad():
+        x.grad.add_(1)
+    return x.grad
+
+
+def test_gradient_kept_under_create_graph_is_a_copy_later_accumulation_can_write():
+    # A leaf's .grad stored under create_graph used to be the incoming (expanded)
+    # gradient itself: the next accumulation wrote every element into one address.
+    got = _accumulate_after_create_graph(ember)
+    np.testing.assert_array_equal(got.numpy(), [3.0, 3.0, 3.0])
+    if torch is not None:
+        np.testing.assert_array_equal(got.numpy(), _accumulate_after_create_graph(torch).numpy())

@@ -25,9 +25,10 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   if (!g.defined()) return {};
   AutogradMeta& meta = variable.impl()->autograd_meta();
   if (!meta.grad.defined()) {
-    // Steal the incoming gradient when nobody else holds it; else copy it.
+    // Steal the incoming gradient when nobody else holds it; else copy it (under
+    // create_graph too, as PyTorch: it may be an expanded view that add_ later writes).
     if (GradMode::is_enabled() || g.ref().use_count() > 1 || !g.is_contiguous()) {
-      meta.grad = GradMode::is_enabled() ? g : ember::clone(g);
+      meta.grad = ember::clone(g);
     } else {
       meta.grad = g;
     }
