@@ -98,9 +98,10 @@ def test_inplace_on_non_leaf_rewrites_history_and_bumps_the_version():
 # ----------------------------------------------------------------------------- leaks
 
 MIB = 1 << 20
-STEPS, WARMUP = 200, 20
-# A 1 MiB tensor kept alive by each step would add 200 MiB: far above this bound.
-RSS_BOUND = 4 * MIB
+STEPS, WARMUP = 200, 30
+# A 1 MiB tensor kept alive by each step would add 200 MiB, 12x this bound; the
+# bound leaves room for allocator and heap noise after the rest of the suite (5 MiB seen).
+RSS_BOUND = 16 * MIB
 GC_OBJECTS_BOUND = 100
 
 
