@@ -84,6 +84,34 @@ class OpGen:
         self.node = self._node() if op.derivative else None
         self.device_expr = self._device_expr()
 
+    def overlap_checks(self, written, op_name, internal=True):
+        """C++ statements checking that `written` does not overlap itself (when `internal`)
+        or partly overlap a tensor argument, as PyTorch's in-place and out= writes do."""
+        inputs = [p for p in self.params if p.type.base == "Tensor" and p.name != written]
+        lists = [p.name for p in inputs if p.type.is_tensor_list]
+        plain = [p.name for p in inputs if not p.type.is_tensor_list]
+        checks = []
+        if internal:
+            ptrs = ", ".join(f"&{n}" for n in plain)
+            checks.append(f'check_write_overlap({written}, {{ {ptrs} }}, "{op_name}");')
+        else:
+            checks += [f'check_no_partial_overlap({written}, {n}, "{op_name}");' for n in plain]
+        checks += [f'check_no_partial_overlap({written}, {n}, "{op_name}");' for n in lists]
+        return checks
+
+    def args_copying_aliases(self, cond):
+        """The call arguments where, when C++ `cond` holds, each tensor sharing memory
+        with `self` (self included) is passed as a clone."""
+        return ", ".join(f"{cond} ? copy_if_aliases({p.name}, self) : {p.name}" if p.type.is_tensor else p.name
+                         for p in self.params)
+
+    def any_requires_grad(self):
+        """C++: grad mode is on and a tensor argument requires grad."""
+        plain = ", ".join(f"&{p.name}" for p in self.tensor_params)
+        terms = [f"autograd::any_requires_grad({{ {plain} }})"]
+        terms += [f"autograd::any_requires_grad({p.name})" for p in self.params if p.type.is_tensor_list]
+        return " || ".join(terms)
+
     def _device_expr(self):
         for p in self.params:
             if p.type.is_tensor and p.type.base == "Tensor" and not p.type.optional:

@@ -17,7 +17,7 @@ KINDS = ("pointwise", "reduction", "kernel", "view", "composite", "factory")
 PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
-           "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of"}
+           "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap"}
 DEVICES = ("cpu", "cuda")
 
 
@@ -50,6 +50,7 @@ class Op:
     reject_bool: str = ""   # the error raised when any input is bool
     nonnegative: str = None  # an integer input that must not hold negative values (pow's exponent)
     require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
+    allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
     derivative: Derivative = None
 
     @property
@@ -162,6 +163,11 @@ def _parse_op(entry, sets, file):
             if p is None or not p.type.optional:
                 raise SpecError(file, entry.line_of("require_one_of"), f"{sig.full_name}: '{n}' is not an optional argument")
         op.require_one_of = list(entry["require_one_of"])
+    if "allow_internal_overlap" in entry:
+        if not op.is_inplace or not isinstance(entry["allow_internal_overlap"], bool):
+            raise SpecError(file, entry.line_of("allow_internal_overlap"),
+                            f"{sig.full_name}: allow_internal_overlap is true or false, on an in-place op (name_)")
+        op.allow_internal_overlap = entry["allow_internal_overlap"]
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

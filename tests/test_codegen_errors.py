@@ -101,6 +101,15 @@ def test_unknown_key(tmp_path):
     assert msg.startswith("ops.yaml:11: ") and "unknown key 'flavour'" in msg
 
 
+def test_allow_internal_overlap_only_on_inplace_ops(tmp_path):
+    msg = error_of(tmp_path, GOOD_OP + "  allow_internal_overlap: true\n")
+    assert msg.startswith("ops.yaml:11: ") and "allow_internal_overlap is true or false, on an in-place op" in msg
+    fill = GOOD_OP.replace("mul(Tensor self, Tensor other)", "mul_(Tensor self, Tensor other)")
+    msg = error_of(tmp_path, fill + "  allow_internal_overlap: sometimes\n")
+    assert msg.startswith("ops.yaml:11: ")
+    assert load(tmp_path, fill + "  allow_internal_overlap: true\n").ops[0].allow_internal_overlap
+
+
 def test_pointwise_without_scalar(tmp_path):
     msg = error_of(tmp_path, GOOD_OP.replace("  scalar: self * other\n", ""))
     assert msg.startswith("ops.yaml:5: ") and "needs `scalar:`" in msg

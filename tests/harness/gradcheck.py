@@ -34,7 +34,8 @@ def differentiable_inputs(sample):
     return out
 
 
-def gradcheck(op, sample, rng):
+def gradcheck(op, sample, rng, form=None):
+    """`form`: how to call the op (run.call); by default its first functional form."""
     diff = differentiable_inputs(sample)
     assert diff, f"{op.full_name}: no floating input to differentiate"
 
@@ -43,7 +44,7 @@ def gradcheck(op, sample, rng):
             inputs, _ = build_inputs(sample, overrides)
             return _as_list(call(op, sample, inputs, form))
 
-    form = forms(op)[0]
+    form = form or forms(op)[0]
     first = outputs({})
     floating = [k for k, t in enumerate(first) if is_floating(dtype_name(t.dtype)) and tuple(t.shape).count(0) == 0]
     assert floating, f"{op.full_name}: no non-empty floating output"

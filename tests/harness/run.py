@@ -58,16 +58,24 @@ def _self_index(op):
     return names.index("self")
 
 
+# In-place on a non-leaf copy of self (its history then runs through the copy).
+NONLEAF_INPLACE = {"inplace-clone": lambda t: t.clone(), "inplace-times-one": lambda t: t * 1}
+
+
 def call(op, sample, inputs, form="function", out=None):
-    """Calls the op as `form`: function (ember.op), method (t.op), inplace (t.op_), out (ember.op(..., out=o))."""
+    """Calls the op as `form`: function (ember.op), method (t.op), inplace (t.op_), out (ember.op(..., out=o)),
+    or one of NONLEAF_INPLACE (t.clone().op_, (t * 1).op_)."""
     tensors = ordered_tensors(op, inputs)
     args, kwargs = list(sample.args), dict(sample.kwargs)
     if form == "out":
         kwargs["out"] = out
     if form in ("function", "out"):
         return getattr(ember, op.name)(*tensors, *args, **kwargs)
-    name = op.name + ("_" if form == "inplace" else "")   # in-place is always a method, x.op_(...)
+    inplace = form == "inplace" or form in NONLEAF_INPLACE
+    name = op.name + ("_" if inplace else "")   # in-place is always a method, x.op_(...)
     receiver = tensors.pop(_self_index(op))
+    if form in NONLEAF_INPLACE:
+        receiver = NONLEAF_INPLACE[form](receiver)
     if form == "method-varargs":
         args = list(args[0])
     return getattr(receiver, name)(*tensors, *args, **kwargs)

@@ -2,6 +2,7 @@
 // The tape: nodes are created by generated op wrappers as ops run, and walked
 // backwards by the engine (aten/src/autograd/engine.cpp).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "ember/tensor.h"
@@ -67,8 +68,18 @@ class SavedVariable {
   Tensor unpack(const std::shared_ptr<Node>& owner = nullptr) const;
   void reset() { data_.reset(); was_released_ = true; }
   bool defined() const { return data_.defined(); }
+  // After an in-place op wrote into the saved tensor, unpack can only raise:
+  // keep what the error names and drop the tensor, which may hold this node
+  // through its own history (`y.mul_(y)`), a cycle nothing would free.
+  void forget_if_modified();
 
  private:
+  struct Modified {
+    ScalarType dtype;
+    DimVector sizes;
+    uint32_t version;
+  };
+  std::optional<Modified> modified_;
   Tensor data_;
   uint32_t version_ = 0;
   uint32_t output_nr_ = 0;

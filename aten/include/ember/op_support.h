@@ -25,6 +25,18 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
 // Integer powers with negative exponents raise, as PyTorch does.
 void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op);
 void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message);
+// PyTorch's memory-overlap checks for a tensor an op writes (MemOverlap):
+// a stride-0 dim of size > 1 in the written tensor raises; layouts that might
+// overlap otherwise are too hard to prove and pass, as in PyTorch.
+void check_no_internal_overlap(const Tensor& written, const char* op);
+// Raises when `input` shares some but not all of `written`'s memory (the same
+// view, `a.add_(a)`, is fine; `a.add_(a.t())` or `v[1:].add_(v[:-1])` are not).
+void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op);
+void check_no_partial_overlap(const Tensor& written, const TensorList& inputs, const char* op);
+// Both checks, for an op that reads `inputs` elementwise into `written`.
+void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op);
+// `t`, or a clone of it when it shares memory with `self` (which an in-place op overwrites).
+Tensor copy_if_aliases(const Tensor& t, const Tensor& self);
 // The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);

@@ -25,9 +25,10 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   if (!g.defined()) return {};
   AutogradMeta& meta = variable.impl()->autograd_meta();
   if (!meta.grad.defined()) {
-    // Steal the incoming gradient when nobody else holds it; else copy it.
+    // Steal the incoming gradient when nobody else holds it; else copy it (under
+    // create_graph too, as PyTorch: it may be an expanded view that add_ later writes).
     if (GradMode::is_enabled() || g.ref().use_count() > 1 || !g.is_contiguous()) {
-      meta.grad = GradMode::is_enabled() ? g : ember::clone(g);
+      meta.grad = ember::clone(g);
     } else {
       meta.grad = g;
     }
@@ -54,6 +55,25 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   }
 }
 
+namespace {
+
+[[noreturn]] void fail_modified(const DimVector& sizes, ScalarType dtype, uint32_t version, uint32_t expected,
+                                bool is_output, const std::shared_ptr<Node>& owner) {
+  std::string producer = owner ? owner->name() : "an op";
+  EMBER_FAIL(Runtime, "one of the variables needed for gradient computation has been modified by an inplace "
+             "operation: [", dtype_name(dtype), " tensor of shape ", sizes, "], which is ",
+             is_output ? "an output" : "an input", " of ", producer, ", is at version ", version,
+             "; expected version ", expected, " instead.");
+}
+
+}  // namespace
+
+void SavedVariable::forget_if_modified() {
+  if (!data_.defined() || data_.version() == version_) return;
+  modified_ = Modified{data_.dtype(), data_.sizes(), data_.version()};
+  data_.reset();
+}
+
 Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
   if (was_released_)
     EMBER_FAIL(Runtime,
@@ -61,14 +81,10 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
                "have already been freed). Saved intermediate values of the graph are freed when you call "
                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                "graph a second time or if you need to access saved tensors after calling backward.");
+  if (modified_) fail_modified(modified_->sizes, modified_->dtype, modified_->version, version_, is_output_, owner);
   if (!data_.defined()) return Tensor();
-  if (data_.version() != version_) {
-    std::string producer = owner ? owner->name() : "an op";
-    EMBER_FAIL(Runtime, "one of the variables needed for gradient computation has been modified by an inplace "
-               "operation: [", dtype_name(data_.dtype()), " tensor of shape ", data_.sizes(), "], which is ",
-               is_output_ ? "an output" : "an input", " of ", producer, ", is at version ", data_.version(),
-               "; expected version ", version_, " instead.");
-  }
+  if (data_.version() != version_)
+    fail_modified(data_.sizes(), data_.dtype(), data_.version(), version_, is_output_, owner);
   if (!is_output_) return data_;
   Tensor t = detach_copy(data_);
   if (requires_grad_ && owner) autograd::set_history(t, owner, output_nr_);

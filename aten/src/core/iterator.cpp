@@ -1,6 +1,7 @@
 #include "ember/iterator.h"
 
 #include <algorithm>
+#include <string>
 
 #include "ember/op_support.h"
 #include "ember/ops.h"
@@ -107,6 +108,8 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
     } else if (out.sizes() != shape) {
       resize_(out, shape);
     }
+    const std::string op_name = inplace ? std::string(cfg.op) + "_" : std::string(cfg.op);
+    check_write_overlap(out, inputs, op_name.c_str());
     EMBER_CHECK(can_cast(out_dtype, out.dtype()), Runtime, cfg.op, ": result type ", dtype_title(out_dtype),
                 " can't be cast to the desired output type ", dtype_title(out.dtype()));
     it.result_ = out;

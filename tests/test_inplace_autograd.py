@@ -1,0 +1,245 @@
+"""In-place ops differentiate exactly like their functional forms, and do not leak.
+
+Every derived `op_` of a differentiable op in ops.yaml is gradchecked (float64,
+harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
+so a new op is covered as soon as it has a `test:` entry. The leak tests run each
+in-place composite, and a small training step, 200 times on 1 MiB tensors and
+bound the growth of RSS and of the objects the garbage collector tracks.
+"""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import ember
+from harness.collect import collect, rng_for
+from harness.gradcheck import gradcheck
+from harness.run import NONLEAF_INPLACE
+from harness.spec import load_spec
+
+try:
+    import torch
+except ImportError:  # the suite runs without PyTorch; only the comparisons need it
+    torch = None
+
+SPEC = load_spec()
+
+
+def _fits_self(case):
+    """The in-place result has self's shape (a broadcast to a larger shape raises instead)."""
+    a = case.sample.inputs.get("a")
+    return hasattr(a, "values") and tuple(np.shape(case.ref.outputs[0])) == tuple(a.values.shape)
+
+
+INPLACE_GRAD = [c for c in collect(SPEC).grad if "inplace" in c.op.derive and _fits_self(c)]
+# Each case under both ways of making self a non-leaf, alternating to keep the file fast.
+FORMS = sorted(NONLEAF_INPLACE)
+INPLACE_GRAD_FORMS = [(c, FORMS[i % len(FORMS)]) for i, c in enumerate(INPLACE_GRAD)]
+
+
+def test_every_differentiable_inplace_op_is_covered():
+    # `test: {grad: false}` marks ops whose finite differences are meaningless (floor_divide).
+    derived = {op.full_name for op in SPEC.ops
+               if "inplace" in op.derive and op.differentiable and (op.test or {}).get("grad", True)}
+    covered = {c.op.full_name for c in INPLACE_GRAD}
+    assert derived and derived == covered, f"no in-place gradcheck for {sorted(derived - covered)}"
+    assert "div" in covered  # the composite one, computed out of place and copied into self
+
+
+@pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
+def test_inplace_gradcheck_on_non_leaf(case, form):
+    gradcheck(case.op, case.sample, rng_for("inplace-grad|" + case.id), form=form)
+
+
+# ----------------------------------------------------------------------------- the issue's example
+
+def _issue_example(lib):
+    x = lib.tensor([1.5, -2.0, 0.25], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.5, 4.0, -1.25], dtype=lib.float64, requires_grad=True)
+    y = x * 1
+    y.div_(w)
+    y.sum().backward()
+    return y.detach(), x.grad, w.grad
+
+
+def test_div_inplace_on_non_leaf_gives_the_gradient():
+    y, gx, gw = _issue_example(ember)
+    x, w = np.array([1.5, -2.0, 0.25]), np.array([0.5, 4.0, -1.25])
+    np.testing.assert_allclose(y.numpy(), x / w)
+    np.testing.assert_allclose(gx.numpy(), 1 / w)
+    np.testing.assert_allclose(gw.numpy(), -x / w ** 2)
+    if torch is not None:
+        for got, want in zip((y, gx, gw), _issue_example(torch)):
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("rounding_mode", [None, "trunc", "floor"])
+def test_div_inplace_when_only_the_divisor_requires_grad(rounding_mode):
+    # div's gradient for `other` reads `self`: the value before the write, not after.
+    y = ember.tensor([3.0, -5.0, 7.0], dtype=ember.float64)
+    w = ember.tensor([2.0, 4.0, -1.5], dtype=ember.float64, requires_grad=True)
+    y.div_(w, rounding_mode=rounding_mode)
+    y.sum().backward()
+    want = -np.array([3.0, -5.0, 7.0]) / np.array([2.0, 4.0, -1.5]) ** 2 if rounding_mode is None else np.zeros(3)
+    np.testing.assert_allclose(w.grad.numpy(), want)
+    assert y.grad_fn is not None
+
+
+def test_inplace_on_non_leaf_rewrites_history_and_bumps_the_version():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    before = y._version
+    y.div_(ember.tensor([2.0, 4.0]))
+    assert y._version > before
+    assert y.grad_fn is not None and y.grad_fn.name() != "MulBackward0"
+
+
+# ----------------------------------------------------------------------------- leaks
+
+MIB = 1 << 20
+STEPS, WARMUP = 200, 30
+# A 1 MiB tensor kept alive by each step would add 200 MiB, 12x this bound; the
+# bound leaves room for allocator and heap noise after the rest of the suite (5 MiB seen).
+RSS_BOUND = 16 * MIB
+GC_OBJECTS_BOUND = 100
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _assert_flat(step):
+    # One thread: on a loaded machine OpenMP's barriers wait for descheduled
+    # threads, and these loops would take a minute instead of a second.
+    threads = ember.get_num_threads()
+    ember.set_num_threads(1)
+    try:
+        for _ in range(WARMUP):
+            step()
+        gc.collect()
+        rss0, objects0 = _rss(), len(gc.get_objects())
+        for _ in range(STEPS):
+            step()
+        gc.collect()
+        grown, objects = _rss() - rss0, len(gc.get_objects()) - objects0
+    finally:
+        ember.set_num_threads(threads)
+    assert grown < RSS_BOUND, f"RSS grew by {grown / MIB:.1f} MiB over {STEPS} steps"
+    assert objects < GC_OBJECTS_BOUND, f"{objects} more gc-tracked objects after {STEPS} steps"
+
+
+N = 512  # 512 x 512 float32 = 1 MiB
+INPLACE_COMPOSITES = [op.full_name for op in SPEC.ops if op.kind != "pointwise" and "inplace" in op.derive]
+
+
+def _inplace_composite_calls():
+    """(id, fn(y, w)) for each in-place composite, with each of its keyword variants."""
+    calls = []
+    for name in INPLACE_COMPOSITES:
+        op = SPEC.op(name)
+        for kwargs in op.test.get("kwargs", [{}]):
+            tag = "-".join(f"{k}={v}" for k, v in kwargs.items())
+            calls.append((f"{op.name}_{'-' + tag if tag else ''}",
+                          lambda y, w, op=op, kwargs=kwargs: getattr(y, op.name + "_")(w, **kwargs)))
+    calls.append(("zero_", lambda y, w: y.zero_()))
+    return calls
+
+
+LEAK_CALLS = _inplace_composite_calls()
+
+
+def test_leak_cases_cover_the_inplace_composites():
+    assert INPLACE_COMPOSITES, "ops.yaml has no in-place composite: update the leak tests"
+    assert {c.split("_")[0] for c, _ in LEAK_CALLS} >= {n.split(".")[0] for n in INPLACE_COMPOSITES}
+
+
+@pytest.mark.parametrize("backward", [True, False], ids=["backward", "graph-dropped"])
+@pytest.mark.parametrize("call", [fn for _, fn in LEAK_CALLS], ids=[i for i, _ in LEAK_CALLS])
+def test_inplace_composite_loop_keeps_memory_flat(call, backward):
+    x = ember.randn(N, N, requires_grad=True)
+    w = (ember.rand(N, N) + 0.5).requires_grad_()
+
+    def step():
+        y = x * 1
+        call(y, w)
+        loss = y.sum()
+        if backward:
+            loss.backward()
+            x.grad = None
+            w.grad = None
+
+    _assert_flat(step)
+
+
+def test_training_step_loop_keeps_memory_flat():
+    inputs = ember.randn(64, N)
+    weight = (ember.randn(N, N) * 0.01).requires_grad_()
+
+    def step():
+        loss = ember.relu(inputs @ weight).sum()
+        loss.backward()
+        with ember.no_grad():
+            weight.sub_(weight.grad * 1e-3)
+            weight.grad.zero_()
+
+    _assert_flat(step)
+
+
+@pytest.mark.parametrize("write", [lambda y: y.mul_(y), lambda y: y.add_(y[:], alpha=2.0), lambda y: y.copy_(y)],
+                         ids=["mul_-self", "add_-same-view", "copy_-self"])
+def test_inplace_reading_its_own_target_keeps_memory_flat(write):
+    # mul's node saves `other`, here the tensor it overwrites: backward must raise, as in
+    # PyTorch, and the node must not keep that tensor (and through it, itself) alive.
+    x = ember.randn(N, N, requires_grad=True)
+
+    def step():
+        y = x * 1
+        write(y)
+        return y
+
+    _assert_flat(step)
+    y = ember.tensor([1.0, 2.0], requires_grad=True) * 1
+    y.mul_(y)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("rounding_mode", [None, "floor"])
+def test_derived_inplace_reading_its_own_target_differentiates_like_the_function(rounding_mode):
+    # div_ is computed out of place and copied in: it reads copies of what it overwrites,
+    # so y.div_(y) has div(y, y)'s gradient (and keeps no cycle alive).
+    x = ember.tensor([1.5, -2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    y = x * 1
+    y.div_(y, rounding_mode=rounding_mode)
+    (y * ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.0, 0.0], atol=1e-12)
+    w = ember.randn(N, N, requires_grad=True)
+
+    def step():
+        z = w * 1
+        z.div_(z[:], rounding_mode=rounding_mode)
+
+    _assert_flat(step)
+
+
+def _accumulate_after_create_graph(lib):
+    x = lib.ones(3, requires_grad=True)
+    (x.sum() * 1).backward(create_graph=True)  # sum's gradient is an expanded view
+    x.sum().backward()
+    with lib.no_grad():
+        x.grad.add_(1)
+    return x.grad
+
+
+# PyTorch warns that .grad under create_graph makes a reference cycle; the test frees it.
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
+def test_gradient_kept_under_create_graph_is_a_copy_later_accumulation_can_write():
+    # A leaf's .grad stored under create_graph used to be the incoming (expanded)
+    # gradient itself: the next accumulation wrote every element into one address.
+    got = _accumulate_after_create_graph(ember)
+    np.testing.assert_array_equal(got.numpy(), [3.0, 3.0, 3.0])
+    if torch is not None:
+        np.testing.assert_array_equal(got.numpy(), _accumulate_after_create_graph(torch).numpy())
