@@ -2,6 +2,7 @@
 // The tape: nodes are created by generated op wrappers as ops run, and walked
 // backwards by the engine (aten/src/autograd/engine.cpp).
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #include "ember/tensor.h"
@@ -53,6 +54,7 @@ struct AutogradMeta {
 // Accumulates into a leaf's .grad.
 struct AccumulateGrad final : Node {
   Tensor variable;
+  std::mutex mutex;  // backward passes on two threads may reach one leaf
   explicit AccumulateGrad(Tensor v) : variable(std::move(v)) {}
   std::string name() const override { return "AccumulateGrad"; }
   TensorList apply(TensorList&& grads) override;
