@@ -171,8 +171,6 @@ Py_ssize_t storage_len(PyObject* self) { return (Py_ssize_t)storage_of(self).nby
 PyObject* storage_element_size(PyObject*, PyObject*) { return PyLong_FromLong(1); }
 PyObject* storage_data_ptr(PyObject* self, PyObject*) { return PyLong_FromVoidPtr(storage_of(self).data.ptr); }
 PyObject* storage_device(PyObject* self, void*) { return device_object(storage_of(self).device); }
-// The storage's identity (its address), as PyTorch's _cdata.
-PyObject* storage_cdata(PyObject* self, void*) { return PyLong_FromVoidPtr((void*)&storage_of(self)); }
 
 // The bytes of a CPU storage, shared (pickle protocol 5 writes them without a copy).
 int storage_getbuffer(PyObject* self, Py_buffer* view, int flags) {
@@ -192,7 +190,6 @@ PyMethodDef storage_methods[] = {
     {"data_ptr", storage_data_ptr, METH_NOARGS, "The address of the first byte."},
     {nullptr, nullptr, 0, nullptr}};
 PyGetSetDef storage_getsets[] = {{"device", storage_device, nullptr, nullptr, nullptr},
-                                 {"_cdata", storage_cdata, nullptr, nullptr, nullptr},
                                  {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // _C._storage_from_buffer(buffer): a new CPU storage holding a copy of the bytes.

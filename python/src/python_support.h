@@ -130,8 +130,10 @@ inline int64_t work_of(const TensorList& ts) {
 // A factory's work: the elements it makes (saturating; a bad size fails in the op).
 inline int64_t work_of_size(const IntList& size) {
   int64_t n = 1;
-  for (int64_t s : size)
-    if (s <= 0 || __builtin_mul_overflow(n, s, &n)) return s <= 0 ? 0 : INT64_MAX;
+  for (int64_t s : size) {
+    if (s <= 0) return 0;
+    if (__builtin_mul_overflow(n, s, &n)) return INT64_MAX;
+  }
   return n;
 }
 
