@@ -9,6 +9,9 @@ import contextlib
 import sys
 import threading
 import time
+import weakref
+
+import numpy as np
 
 import pytest
 
@@ -221,3 +224,16 @@ def test_errors_raised_without_the_gil_reach_python():
                 big + ember.ones(299, 300)
 
     run_in_threads(fails, fails)
+
+
+def test_numpy_memory_freed_inside_a_released_op():
+    # out= resizes `t`, so its storage over the NumPy array dies inside the op,
+    # with the GIL released: the storage's deleter must take the GIL itself.
+    arr = np.ones(10, dtype=np.float32)
+    alive = weakref.ref(arr)
+    t = ember.from_numpy(arr)
+    del arr
+    a = ember.ones(300, 300)
+    assert 3 * a.numel() >= ember._C._thresholds()["gil_release_work"]
+    assert ember.add(a, a, out=t) is t
+    assert alive() is None and t.shape == (300, 300) and t[299, 299].item() == 2.0
