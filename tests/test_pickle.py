@@ -174,6 +174,14 @@ def test_damaged_geometry_raises_instead_of_reading_out_of_bounds():
     with pytest.raises(RuntimeError, match="length of strides"):
         _utils._rebuild_tensor(storage, 0, (1, 1), (1,), ember.float32)
     assert _utils._rebuild_tensor(storage, 3, (0, 5), (5, 1), ember.float32).shape == (0, 5)
+    with pytest.raises(TypeError, match="UntypedStorage"):
+        _utils._rebuild_tensor(b"\0" * 12, 0, (3,), (1,), ember.float32)
+    with pytest.raises(TypeError):
+        _utils._rebuild_tensor(storage, 0, (3,), (1,), "float32")
+    with pytest.raises(TypeError, match="tuple of ints"):
+        _utils._rebuild_tensor(storage, 0, 3, (1,), ember.float32)
+    with pytest.raises(TypeError):
+        _utils._rebuild_storage(12, "cpu")
 
 
 @pytest.mark.skipif(ember.cuda.is_available(), reason="checks the message on a machine without CUDA")

@@ -264,7 +264,8 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args) {
 PyMethodDef storage_functions[] = {
     {"_storage_from_buffer", storage_from_buffer, METH_O, "A new CPU storage holding a copy of the buffer's bytes."},
     {"_storage_bytes", storage_bytes, METH_O, "A uint8 tensor over every byte of the storage."},
-    {"_tensor_from_storage", tensor_from_storage, METH_VARARGS, "A tensor over (storage, offset, size, stride, dtype)."},
+    {"_tensor_from_storage", tensor_from_storage, METH_VARARGS,
+     "A tensor over (storage, offset, size, stride, dtype)."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
