@@ -80,12 +80,32 @@ def _display(name, params, rename_self):
     return f"{name}({', '.join(parts)})"
 
 
+def _work(op):
+    """The C++ estimate of an op's work for releasing the GIL (run_op in
+    python_support.h), or None when the op never releases it: views cost
+    nothing, whatever their size, and an op without tensors or sizes is small."""
+    if op.kind == "view":
+        return None
+    terms = [f"work_of({p.name})" for p in op.sig.params if p.type.base == "Tensor"]
+    if op.kind == "factory":
+        terms += [f"work_of_size({p.name})" for p in op.sig.params if p.name == "size" and p.type.is_list]
+    return " + ".join(terms) or None
+
+
+def _released(work, call):
+    """`call` (a C++ expression or statement) run through run_op when the op can release the GIL."""
+    if work is None:
+        return call
+    if call.endswith(";"):
+        return f"run_op({work}, [&] {{ {call} }});"
+    return f"run_op({work}, [&] {{ return {call}; }})"
+
+
 def _body(op, ov, has_out, inplace):
     lines = []
     call_args = []
+    work = _work(op)
     for i, p in enumerate(ov.params):
-        pname = "input" if p.name == "self" and ov.form == "function" else p.name
-        del pname
         conv = converter(p.type)
         extra = ", true" if p.name in ov.allow_number else ""
         default = literal(p.default, p.type) if p.has_default else None
@@ -101,20 +121,22 @@ def _body(op, ov, has_out, inplace):
         n = len(ov.params)
         lines.append(f"if (parsed[{n}] && parsed[{n}] != Py_None) {{")
         lines.append(f"  Tensor out = arg_tensor(parsed[{n}]);")
-        lines.append(f"  {{ ember::{op.cpp_name}_out(out{', ' + args if args else ''}); }}")
+        out_work = None if work is None else f"{work} + work_of(out)"
+        lines.append("  " + _released(out_work, f"ember::{op.cpp_name}_out(out{', ' + args if args else ''});"))
         lines.append(f"  Py_INCREF(parsed[{n}]); return parsed[{n}];")
         lines.append("}")
+    call = _released(work, f"ember::{op.cpp_name}({args})")
     if inplace:
         name = op.cpp_name if op.is_inplace else op.cpp_name + "_"
-        lines.append(f"ember::{name}({args});")
+        lines.append(_released(work, f"ember::{name}({args});"))
         lines.append("Py_INCREF(self_obj); return self_obj;")
     elif len(op.sig.returns) > 1:
-        lines.append(f"return wrap_tuple(ember::{op.cpp_name}({args}), return_type_{op.cpp_name});")
+        lines.append(f"return wrap_tuple({call}, return_type_{op.cpp_name});")
     elif ov.form == "method" and op.returns_tensor:
         # `x.to(x.dtype) is x`, as in PyTorch: an op returning its receiver returns the same object.
-        lines.append(f"return wrap_same(ember::{op.cpp_name}({args}), self_obj);")
+        lines.append(f"return wrap_same({call}, self_obj);")
     else:
-        lines.append(f"return wrap(ember::{op.cpp_name}({args}));")
+        lines.append(f"return wrap({call});")
     return "\n      ".join(lines)
 
 

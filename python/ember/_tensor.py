@@ -1,7 +1,9 @@
 """The Python-level part of ember.Tensor: conversions, printing, autograd entry."""
+import copy
+
 import numpy as np
 
-from . import _C
+from . import _C, _utils
 from ._C import Tensor
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
@@ -115,28 +117,43 @@ def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=Fals
                    requires_grad=requires_grad)
 
 
+def _instance_state(self):
+    """The attributes set on this tensor object (what pickling carries besides the data)."""
+    return self.__dict__ or None
+
+
+def __reduce_ex__(self, protocol):
+    # The storage object is one per storage, so pickle's memo writes it once
+    # per pickle and views of it unpickle as views of one storage.
+    args = (self.untyped_storage(), self.storage_offset(), tuple(self.size()), self.stride(), self.dtype,
+            self.requires_grad)
+    state = _instance_state(self)
+    if type(self) is Tensor and not state:
+        return (_utils._rebuild_tensor_v2, args)
+    return (_utils._rebuild_from_type, (_utils._rebuild_tensor_v2, type(self), args, state))
+
+
 def __deepcopy__(self, memo):
+    # As PyTorch: the data is copied once per storage (the memo holds the
+    # storage), so tensors sharing memory (tied weights) share the copy.
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                           "protocol at the moment.")
     if id(self) in memo:
         return memo[id(self)]
-    with _C_no_grad():
-        t = self.clone()
-    if self.requires_grad and self.is_leaf:
-        t.requires_grad_(True)
-    if self.grad is not None:
-        t.grad = self.grad.clone()
+    storage = copy.deepcopy(self.untyped_storage(), memo)
+    new = _C._tensor_from_storage(storage, self.storage_offset(), tuple(self.size()), self.stride(), self.dtype)
     if type(self) is not Tensor:
-        t = type(self)(t, requires_grad=self.requires_grad) if hasattr(type(self), "__new__") else t
-    memo[id(self)] = t
-    return t
-
-
-class _C_no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
+        new = Tensor._make_subclass(type(self), new, False)
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self.grad is not None:
+        new.grad = copy.deepcopy(self.grad, memo)
+    state = _instance_state(self)
+    if state:
+        new.__dict__.update(copy.deepcopy(state, memo))
+    memo[id(self)] = new
+    return new
 
 
 _METHODS = dict(
@@ -147,7 +164,7 @@ _METHODS = dict(
     float=_converter(_C.float32), double=_converter(_C.float64), half=_converter(_C.float16),
     bfloat16=_converter(_C.bfloat16), long=_converter(_C.int64), int=_converter(_C.int32),
     short=_converter(_C.int16), char=_converter(_C.int8), byte=_converter(_C.uint8), bool=_converter(_C.bool),
-    __deepcopy__=__deepcopy__, __array_priority__=1000,
+    __deepcopy__=__deepcopy__, __reduce_ex__=__reduce_ex__, __array_priority__=1000,
 )
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

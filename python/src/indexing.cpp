@@ -12,6 +12,12 @@ PyObject* g_index_tensor_from = nullptr;  // ember.tensor, for list indices
 
 namespace {
 
+// Owns a new reference for the scope.
+struct OwnedRef {
+  PyObject* o;
+  ~OwnedRef() { Py_XDECREF(o); }
+};
+
 bool is_index_int(PyObject* o) { return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || PyIndex_Check(o)); }
 
 struct Indexed {
@@ -26,7 +32,7 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
   PyObject* tup;
   if (PyTuple_Check(index)) { tup = index; Py_INCREF(tup); }
   else tup = PyTuple_Pack(1, index);
-  struct Guard { PyObject* o; ~Guard() { Py_DECREF(o); } } guard{tup};
+  OwnedRef owned{tup};
   Py_ssize_t n = PyTuple_GET_SIZE(tup);
 
   // How many tensor dims the index consumes (for expanding ...).
@@ -145,7 +151,8 @@ PyObject* tensor_getitem(PyObject* self, PyObject* index) {
     return wrap(ember::select(t, 0, idx));
   }
   Indexed r = apply_index(t, index);
-  if (r.has_advanced) return wrap(ember::index(r.view, r.advanced));
+  if (r.has_advanced)
+    return wrap(run_op(work_of(r.view) + work_of(r.advanced), [&] { return ember::index(r.view, r.advanced); }));
   if (r.view.is_same(t)) return wrap(ember::view(t, t.sizes()));  // x[...] is a new view
   return wrap(r.view);
   EMBER_PY_END
@@ -156,18 +163,22 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
     if (!value) { PyErr_SetString(PyExc_TypeError, "Tensor does not support item deletion"); return -1; }
     const Tensor& t = tensor_of(self);
     Indexed r = apply_index(t, index);
+    // Written with the GIL released when large (the view's size is the work; `value` is read as a tensor first).
     if (r.has_advanced) {
       Tensor v = is_tensor(value) ? tensor_of(value) : scalar_tensor(arg_scalar(value), t.dtype());
-      ember::index_put_(r.view, r.advanced, v, false);
+      run_op(work_of(r.view) + work_of(v), [&] { ember::index_put_(r.view, r.advanced, v, false); });
     } else if (is_tensor(value)) {
-      ember::copy_(r.view, tensor_of(value), false);
+      const Tensor& v = tensor_of(value);
+      run_op(work_of(r.view), [&] { ember::copy_(r.view, v, false); });
     } else if (is_number(value)) {
-      ember::fill_(r.view, arg_scalar(value));
+      Scalar v = arg_scalar(value);
+      run_op(work_of(r.view), [&] { ember::fill_(r.view, v); });
     } else {
       PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, value);
       if (!obj) return -1;
-      ember::copy_(r.view, tensor_of(obj), false);
-      Py_DECREF(obj);
+      OwnedRef owned{obj};
+      const Tensor& v = tensor_of(obj);
+      run_op(work_of(r.view), [&] { ember::copy_(r.view, v, false); });
     }
     return 0;
   } catch (const PythonError&) {

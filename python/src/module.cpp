@@ -120,17 +120,18 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_size_type", [](py::object t) { python::g_size_type = t.release().ptr(); });
   m.def("_set_legacy_new", [](py::object f) { python::g_legacy_new = f.release().ptr(); });
   m.def("_set_index_tensor_from", [](py::object f) { python::g_index_tensor_from = f.release().ptr(); });
+  // The backward pass runs no Python (no Python hooks exist yet): other threads run meanwhile.
   m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph) {
     autograd::backward(roots, grads, retain_graph, create_graph);
-  });
+  }, py::call_guard<py::gil_scoped_release>());
   m.def("_grad", [](const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
                     bool retain_graph, bool create_graph, bool allow_unused) {
     return autograd::grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused);
-  });
+  }, py::call_guard<py::gil_scoped_release>());
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("manual_seed", [](uint64_t seed) { default_generator()->manual_seed(seed); });
-  m.def("initial_seed", []() { return default_generator()->seed; });
+  m.def("initial_seed", []() { return default_generator()->initial_seed(); });
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_default_dtype", &default_dtype);
@@ -155,6 +156,7 @@ PYBIND11_MODULE(_C, m) {
     d["small_batched_product"] = t::kSmallBatchedProduct;
     d["reduce_block"] = t::kReduceBlock;
     d["reduce_accumulators"] = t::kReduceAccumulators;
+    d["gil_release_work"] = t::kGilReleaseWork;
     return d;
   });
   python::bind_cuda(m);

@@ -1,5 +1,9 @@
 // ember.dtype, ember.device and ember.Generator as small C types: op
-// bindings read them on every call.
+// bindings read them on every call. ember.UntypedStorage, what pickling and
+// deepcopy see of the memory tensors share.
+#include <cstring>
+#include <unordered_map>
+
 #include "python_support.h"
 #include "ember/cuda/api.h"
 
@@ -8,6 +12,7 @@ namespace ember::python {
 PyTypeObject* DTypeType = nullptr;
 PyTypeObject* DeviceType = nullptr;
 PyTypeObject* GeneratorType = nullptr;
+PyTypeObject* StorageType = nullptr;
 static PyObject* g_dtypes[kNumScalarTypes] = {};
 
 PyObject* dtype_object(ScalarType t) { return g_dtypes[(int)t]; }
@@ -75,6 +80,18 @@ Py_hash_t device_hash(PyObject* self) {
   Device d = reinterpret_cast<PyDevice*>(self)->device;
   return (Py_hash_t)((int)d.type * 1000 + d.index + 1);
 }
+// Pickles as ember.device(type[, index]).
+PyObject* device_reduce(PyObject* self, PyObject*) {
+  Device d = reinterpret_cast<PyDevice*>(self)->device;
+  PyObject* type = PyUnicode_FromString(d.is_cpu() ? "cpu" : "cuda");
+  PyObject* args = d.index < 0 ? PyTuple_Pack(1, type) : Py_BuildValue("(Oi)", type, (int)d.index);
+  Py_DECREF(type);
+  if (!args) return nullptr;
+  PyObject* out = PyTuple_Pack(2, (PyObject*)Py_TYPE(self), args);
+  Py_DECREF(args);
+  return out;
+}
+PyMethodDef device_methods[] = {{"__reduce__", device_reduce, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr}};
 PyGetSetDef device_getsets[] = {
     {"type", device_type, nullptr, nullptr, nullptr},
     {"index", device_index, nullptr, nullptr, nullptr},
@@ -113,7 +130,7 @@ PyObject* generator_manual_seed(PyObject* self, PyObject* seed) {
   return self;
 }
 PyObject* generator_initial_seed(PyObject* self, PyObject*) {
-  return PyLong_FromUnsignedLongLong(reinterpret_cast<PyGenerator*>(self)->gen->seed);
+  return PyLong_FromUnsignedLongLong(reinterpret_cast<PyGenerator*>(self)->gen->initial_seed());
 }
 PyObject* generator_device(PyObject* self, void*) {
   Device d = reinterpret_cast<PyGenerator*>(self)->gen->device;
@@ -126,7 +143,148 @@ PyMethodDef generator_methods[] = {
     {"initial_seed", generator_initial_seed, METH_NOARGS, "The seed."},
     {nullptr, nullptr, 0, nullptr}};
 
+// ---------------------------------------------------------------- storages
+// The live Python object of each storage (entries leave when it dies; while it
+// lives it holds the storage, so the address cannot be reused). GIL-protected.
+std::unordered_map<StorageImpl*, PyObject*>& storage_objects() {
+  static auto* objects = new std::unordered_map<StorageImpl*, PyObject*>();  // objects may die at exit
+  return *objects;
+}
+
+PyStorage* as_storage(PyObject* o) {
+  if (!PyObject_TypeCheck(o, StorageType))
+    EMBER_FAIL(Type, "expected an ember.UntypedStorage, got ", Py_TYPE(o)->tp_name);
+  return reinterpret_cast<PyStorage*>(o);
+}
+
+void storage_dealloc(PyObject* self) {
+  auto* s = reinterpret_cast<PyStorage*>(self);
+  storage_objects().erase(s->storage.get());
+  s->storage.~Ref<StorageImpl>();
+  PyTypeObject* tp = Py_TYPE(self);
+  tp->tp_free(self);
+  Py_DECREF(tp);
+}
+const StorageImpl& storage_of(PyObject* self) { return *reinterpret_cast<PyStorage*>(self)->storage; }
+PyObject* storage_nbytes(PyObject* self, PyObject*) { return PyLong_FromSize_t(storage_of(self).nbytes); }
+Py_ssize_t storage_len(PyObject* self) { return (Py_ssize_t)storage_of(self).nbytes; }
+PyObject* storage_element_size(PyObject*, PyObject*) { return PyLong_FromLong(1); }
+PyObject* storage_data_ptr(PyObject* self, PyObject*) { return PyLong_FromVoidPtr(storage_of(self).data.ptr); }
+PyObject* storage_device(PyObject* self, void*) { return device_object(storage_of(self).device); }
+
+// The bytes of a CPU storage, shared (pickle protocol 5 writes them without a copy).
+int storage_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  const StorageImpl& s = storage_of(self);
+  if (!s.device.is_cpu()) {
+    PyErr_Format(PyExc_BufferError, "UntypedStorage on %s has no buffer: copy it to the CPU first",
+                 s.device.str().c_str());
+    return -1;
+  }
+  return PyBuffer_FillInfo(view, self, s.data.ptr, (Py_ssize_t)s.nbytes, 0, flags);
+}
+
+PyMethodDef storage_methods[] = {
+    {"nbytes", storage_nbytes, METH_NOARGS, "Bytes in the storage."},
+    {"size", storage_nbytes, METH_NOARGS, "Bytes in the storage (an untyped storage counts bytes)."},
+    {"element_size", storage_element_size, METH_NOARGS, "1: an untyped storage holds bytes."},
+    {"data_ptr", storage_data_ptr, METH_NOARGS, "The address of the first byte."},
+    {nullptr, nullptr, 0, nullptr}};
+PyGetSetDef storage_getsets[] = {{"device", storage_device, nullptr, nullptr, nullptr},
+                                 {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+// _C._storage_from_buffer(buffer): a new CPU storage holding a copy of the bytes.
+PyObject* storage_from_buffer(PyObject*, PyObject* buffer) {
+  EMBER_PY_BEGIN
+  Py_buffer view;
+  if (PyObject_GetBuffer(buffer, &view, PyBUF_C_CONTIGUOUS) < 0) return nullptr;
+  struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
+  Ref<StorageImpl> storage = new_storage((size_t)view.len, Device());
+  if (view.len) std::memcpy(storage->data.ptr, view.buf, (size_t)view.len);
+  return storage_object(storage);
+  EMBER_PY_END
+}
+
+// _C._storage_bytes(storage): a uint8 tensor over every byte of the storage (shared).
+PyObject* storage_bytes(PyObject*, PyObject* storage) {
+  EMBER_PY_BEGIN
+  const Ref<StorageImpl>& s = as_storage(storage)->storage;
+  return wrap(Tensor(Ref<TensorImpl>::make(s, DimVector{(int64_t)s->nbytes}, DimVector{1}, 0, ScalarType::UInt8)));
+  EMBER_PY_END
+}
+
+// _C._tensor_from_storage(storage, offset, size, stride, dtype): a tensor (no
+// autograd) over the storage, checked as PyTorch's set_ checks it, so that a
+// damaged pickle raises instead of reading out of bounds.
+PyObject* tensor_from_storage(PyObject*, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject *storage, *size_obj, *stride_obj, *dtype;
+  long long offset;
+  if (!PyArg_ParseTuple(args, "OLOOO!", &storage, &offset, &size_obj, &stride_obj, DTypeType, &dtype)) return nullptr;
+  const Ref<StorageImpl>& s = as_storage(storage)->storage;
+  const ScalarType type = arg_dtype(dtype);
+  auto dims = [](PyObject* o, const char* what) {
+    EMBER_CHECK(PyList_Check(o) || PyTuple_Check(o), Type, "_rebuild_tensor: ", what, " must be a tuple of ints, not ",
+                Py_TYPE(o)->tp_name);
+    PyObject* seq = PySequence_Fast(o, what);
+    if (!seq) throw PythonError{};
+    IntList out;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+      if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); throw PythonError{}; }
+      out.push_back(v);
+    }
+    Py_DECREF(seq);
+    return out;
+  };
+  const IntList size = dims(size_obj, "size"), stride = dims(stride_obj, "stride");
+  EMBER_CHECK(size.size() == stride.size(), Runtime, "_rebuild_tensor: mismatch in length of strides and shape");
+  EMBER_CHECK(offset >= 0, Runtime, "_rebuild_tensor: invalid storage offset ", offset);
+  bool empty = false, overflow = false;
+  int64_t last = offset;  // the last element the view reaches
+  for (size_t d = 0; d < size.size(); ++d) {
+    EMBER_CHECK(size[d] >= 0, Runtime, "Trying to create tensor with negative dimension ", size[d], ": ",
+                shape_str(size));
+    EMBER_CHECK(stride[d] >= 0, Runtime, "as_strided: Negative strides are not supported at the moment, got strides: ",
+                shape_str(stride));
+    int64_t reach = 0;
+    empty |= size[d] == 0;
+    overflow |= __builtin_mul_overflow(size[d] ? size[d] - 1 : 0, stride[d], &reach) ||
+                __builtin_add_overflow(last, reach, &last);
+  }
+  int64_t needed = 0;
+  if (!empty) overflow |= __builtin_mul_overflow(last + 1, (int64_t)itemsize(type), &needed);
+  EMBER_CHECK(!overflow && (uint64_t)needed <= s->nbytes, Runtime, "setStorage: sizes ", shape_str(size),
+              ", strides ", shape_str(stride), ", storage offset ", offset, ", and itemsize ", itemsize(type),
+              " requiring a storage size of ", overflow ? std::string("more than 2**63") : std::to_string(needed),
+              " are out of bounds for storage of size ", s->nbytes);
+  return wrap(Tensor(Ref<TensorImpl>::make(s, size, stride, (int64_t)offset, type)));
+  EMBER_PY_END
+}
+
+PyMethodDef storage_functions[] = {
+    {"_storage_from_buffer", storage_from_buffer, METH_O, "A new CPU storage holding a copy of the buffer's bytes."},
+    {"_storage_bytes", storage_bytes, METH_O, "A uint8 tensor over every byte of the storage."},
+    {"_tensor_from_storage", tensor_from_storage, METH_VARARGS,
+     "A tensor over (storage, offset, size, stride, dtype)."},
+    {nullptr, nullptr, 0, nullptr}};
+
 }  // namespace
+
+PyObject* storage_object(const Ref<StorageImpl>& storage) {
+  auto [it, fresh] = storage_objects().try_emplace(storage.get(), nullptr);
+  if (!fresh) {
+    Py_INCREF(it->second);
+    return it->second;
+  }
+  PyObject* obj = PyType_GenericAlloc(StorageType, 0);
+  if (!obj) {
+    storage_objects().erase(it);
+    throw PythonError{};
+  }
+  new (&reinterpret_cast<PyStorage*>(obj)->storage) Ref<StorageImpl>(storage);
+  it->second = obj;
+  return obj;
+}
 
 void create_object_types(PyObject* module) {
   static PyType_Slot dtype_slots[] = {{Py_tp_repr, (void*)dtype_repr}, {Py_tp_getset, dtype_getsets},
@@ -146,7 +304,7 @@ void create_object_types(PyObject* module) {
   static PyType_Slot device_slots[] = {{Py_tp_new, (void*)device_new}, {Py_tp_repr, (void*)device_repr},
                                        {Py_tp_str, (void*)device_str}, {Py_tp_getset, device_getsets},
                                        {Py_tp_richcompare, (void*)device_richcompare}, {Py_tp_hash, (void*)device_hash},
-                                       {0, nullptr}};
+                                       {Py_tp_methods, device_methods}, {0, nullptr}};
   static PyType_Spec device_spec = {"ember.device", sizeof(PyDevice), 0, Py_TPFLAGS_DEFAULT, device_slots};
   DeviceType = (PyTypeObject*)PyType_FromSpec(&device_spec);
   PyModule_AddObject(module, "device", (PyObject*)DeviceType);
@@ -160,6 +318,16 @@ void create_object_types(PyObject* module) {
   PyModule_AddObject(module, "Generator", (PyObject*)GeneratorType);
   Py_INCREF(GeneratorType);
   PyModule_AddObject(module, "default_generator", generator_object(default_generator()));
+
+  static PyType_Slot storage_slots[] = {{Py_tp_dealloc, (void*)storage_dealloc}, {Py_tp_methods, storage_methods},
+                                        {Py_tp_getset, storage_getsets}, {Py_mp_length, (void*)storage_len},
+                                        {Py_bf_getbuffer, (void*)storage_getbuffer}, {0, nullptr}};
+  static PyType_Spec storage_spec = {"ember.UntypedStorage", sizeof(PyStorage), 0, Py_TPFLAGS_DEFAULT,
+                                     storage_slots};
+  StorageType = (PyTypeObject*)PyType_FromSpec(&storage_spec);
+  PyModule_AddObject(module, "UntypedStorage", (PyObject*)StorageType);
+  Py_INCREF(StorageType);
+  PyModule_AddFunctions(module, storage_functions);
 }
 
 PyObject* generator_object(Generator* gen) {

@@ -10,6 +10,7 @@
 #include "ember/errors.h"
 #include "ember/generator.h"
 #include "ember/tensor.h"
+#include "ember/thresholds.h"
 
 namespace ember::python {
 
@@ -43,6 +44,15 @@ struct PyGenerator {
 };
 extern PyTypeObject* GeneratorType;
 PyObject* generator_object(Generator* gen);  // new reference to a generator it does not own
+
+// ember.UntypedStorage: the bytes a tensor and its views share. One Python
+// object per live storage, so pickle's and deepcopy's memos see views' storage as one.
+struct PyStorage {
+  PyObject_HEAD
+  Ref<StorageImpl> storage;
+};
+extern PyTypeObject* StorageType;
+PyObject* storage_object(const Ref<StorageImpl>& storage);  // new reference
 
 inline bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, TensorType); }
 inline const Tensor& tensor_of(PyObject* o) { return reinterpret_cast<PyTensor*>(o)->tensor; }
@@ -108,6 +118,42 @@ Device arg_device(PyObject* o);
 std::optional<Device> arg_opt_device(PyObject* o);
 Generator* arg_generator(PyObject* o);
 bool is_number(PyObject* o);
+
+// ---------------------------------------------------------------- the GIL
+// Elements an op's arguments hold: its work estimate for releasing the GIL.
+inline int64_t work_of(const Tensor& t) { return t.defined() ? t.numel() : 0; }
+inline int64_t work_of(const TensorList& ts) {
+  int64_t n = 0;
+  for (const Tensor& t : ts) n += work_of(t);
+  return n;
+}
+// A factory's work: the elements it makes (saturating; a bad size fails in the op).
+inline int64_t work_of_size(const IntList& size) {
+  int64_t n = 1;
+  for (int64_t s : size) {
+    if (s <= 0) return 0;
+    if (__builtin_mul_overflow(n, s, &n)) return INT64_MAX;
+  }
+  return n;
+}
+
+struct GilReleased {
+  PyThreadState* state = PyEval_SaveThread();
+  GilReleased() = default;
+  GilReleased(const GilReleased&) = delete;
+  ~GilReleased() { PyEval_RestoreThread(state); }
+};
+
+// Runs `op` (pure C++: no Python object may be touched) with the GIL released
+// when `work` reaches thresholds::kGilReleaseWork; small ops keep it, as a
+// release would cost more than it frees. A C++ exception leaves after the GIL
+// is retaken, so EMBER_PY_END translates it safely.
+template <typename F>
+decltype(auto) run_op(int64_t work, F&& op) {
+  if (work < thresholds::kGilReleaseWork) return op();
+  GilReleased released;
+  return op();
+}
 
 // Maps a C++ exception to the matching Python exception.
 void set_python_error(const std::exception& e);

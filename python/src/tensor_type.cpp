@@ -201,6 +201,7 @@ PyGetSetDef getsets[] = {
     {"T", get_T, nullptr, nullptr, nullptr},
     {"mT", get_mT, nullptr, nullptr, nullptr},
     {"mH", get_mT, nullptr, nullptr, nullptr},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},  // pickling reads attributes
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // ---------------------------------------------------------------- methods
@@ -273,6 +274,11 @@ PyObject* m_retain_grad(PyObject* self, PyObject*) {
   EMBER_PY_END
 }
 PyObject* m_make_subclass(PyObject*, PyObject* args) { return make_subclass(nullptr, args); }
+PyObject* m_untyped_storage(PyObject* self, PyObject*) {
+  EMBER_PY_BEGIN
+  return storage_object(SELF.impl()->storage);
+  EMBER_PY_END
+}
 
 PyMethodDef hand_written_methods[] = {
     {"size", m_size, METH_VARARGS, "The shape, or the size of one dim."},
@@ -292,6 +298,7 @@ PyMethodDef hand_written_methods[] = {
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
     {"_make_subclass", m_make_subclass, METH_VARARGS | METH_STATIC, "Creates a Tensor subclass sharing `data`."},
+    {"untyped_storage", m_untyped_storage, METH_NOARGS, "The storage this tensor views (shared by its views)."},
     {nullptr, nullptr, 0, nullptr}};
 
 // ---------------------------------------------------------------- operators
@@ -308,7 +315,7 @@ PyObject* binary(PyObject* a, PyObject* b) {
   EMBER_PY_BEGIN
   Tensor x, y;
   if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
-  return wrap(Op(x, y));
+  return wrap(run_op(work_of(x) + work_of(y), [&] { return Op(x, y); }));
   EMBER_PY_END
 }
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
@@ -316,7 +323,8 @@ PyObject* inplace(PyObject* a, PyObject* b) {
   EMBER_PY_BEGIN
   Tensor y;
   if (!is_tensor(a) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
-  Op(tensor_of(a), y);
+  const Tensor& self = tensor_of(a);
+  run_op(work_of(self) + work_of(y), [&] { Op(self, y); });
   Py_INCREF(a);
   return a;
   EMBER_PY_END
@@ -338,10 +346,14 @@ Tensor rshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_right_
 
 PyObject* nb_pow(PyObject* a, PyObject* b, PyObject*) { return binary<ember::pow>(a, b); }
 PyObject* nb_ipow(PyObject* a, PyObject* b, PyObject*) { return inplace<ember::pow_>(a, b); }
-PyObject* nb_neg(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::neg(tensor_of(a))); EMBER_PY_END }
+template <Tensor (*Op)(const Tensor&)>
+PyObject* unary(PyObject* a) {
+  EMBER_PY_BEGIN
+  const Tensor& x = tensor_of(a);
+  return wrap(run_op(work_of(x), [&] { return Op(x); }));
+  EMBER_PY_END
+}
 PyObject* nb_pos(PyObject* a) { Py_INCREF(a); return a; }
-PyObject* nb_abs(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::abs(tensor_of(a))); EMBER_PY_END }
-PyObject* nb_invert(PyObject* a) { EMBER_PY_BEGIN return wrap(ember::bitwise_not(tensor_of(a))); EMBER_PY_END }
 int nb_bool(PyObject* a) {
   try {
     const Tensor& t = tensor_of(a);
@@ -377,15 +389,17 @@ PyObject* richcompare(PyObject* a, PyObject* b, int op) {
   EMBER_PY_BEGIN
   Tensor x, y;
   if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
+  Tensor (*compare)(const Tensor&, const Tensor&) = nullptr;
   switch (op) {
-    case Py_EQ: return wrap(ember::eq(x, y));
-    case Py_NE: return wrap(ember::ne(x, y));
-    case Py_LT: return wrap(ember::lt(x, y));
-    case Py_LE: return wrap(ember::le(x, y));
-    case Py_GT: return wrap(ember::gt(x, y));
-    case Py_GE: return wrap(ember::ge(x, y));
+    case Py_EQ: compare = ember::eq; break;
+    case Py_NE: compare = ember::ne; break;
+    case Py_LT: compare = ember::lt; break;
+    case Py_LE: compare = ember::le; break;
+    case Py_GT: compare = ember::gt; break;
+    case Py_GE: compare = ember::ge; break;
+    default: Py_RETURN_NOTIMPLEMENTED;
   }
-  Py_RETURN_NOTIMPLEMENTED;
+  return wrap(run_op(work_of(x) + work_of(y), [&] { return compare(x, y); }));
   EMBER_PY_END
 }
 Py_hash_t tensor_hash(PyObject* self) { return (Py_hash_t)((uintptr_t)self >> 4); }
@@ -450,10 +464,10 @@ std::vector<PyMethodDef>* create_tensor_type() {
       {Py_nb_rshift, (void*)binary<rshift2>},
       {Py_nb_inplace_lshift, (void*)inplace<lshift2_>},
       {Py_nb_inplace_rshift, (void*)inplace<rshift2_>},
-      {Py_nb_negative, (void*)nb_neg},
+      {Py_nb_negative, (void*)unary<ember::neg>},
       {Py_nb_positive, (void*)nb_pos},
-      {Py_nb_absolute, (void*)nb_abs},
-      {Py_nb_invert, (void*)nb_invert},
+      {Py_nb_absolute, (void*)unary<ember::abs>},
+      {Py_nb_invert, (void*)unary<ember::bitwise_not>},
       {Py_nb_bool, (void*)nb_bool},
       {Py_nb_float, (void*)nb_float},
       {Py_nb_int, (void*)nb_int},

@@ -3,6 +3,7 @@
 // backwards by the engine (aten/src/autograd/engine.cpp).
 #include <memory>
 #include <optional>
+#include <mutex>
 #include <string>
 #include <vector>
 #include "ember/tensor.h"
@@ -54,6 +55,7 @@ struct AutogradMeta {
 // Accumulates into a leaf's .grad.
 struct AccumulateGrad final : Node {
   Tensor variable;
+  std::mutex mutex;  // backward passes on two threads may reach one leaf
   explicit AccumulateGrad(Tensor v) : variable(std::move(v)) {}
   std::string name() const override { return "AccumulateGrad"; }
   TensorList apply(TensorList&& grads) override;

@@ -12,15 +12,18 @@ struct Generator {
   Device device;  // the device whose tensors it fills (CPU or one GPU)
   uint64_t seed = 67280421310721ull;
   uint64_t offset = 0;  // counts 128-bit blocks handed out
-  std::mutex mutex;
-  // Reserves `blocks` counter blocks; returns the first.
-  uint64_t reserve(uint64_t blocks) {
+  std::mutex mutex;  // ops on several threads draw from one generator
+  struct Draw { uint64_t seed, first; };
+  // Reserves `blocks` counter blocks; the seed is read under the same lock,
+  // so a manual_seed on another thread never pairs a new seed with an old offset.
+  Draw reserve(uint64_t blocks) {
     std::lock_guard<std::mutex> g(mutex);
-    uint64_t first = offset;
+    Draw d{seed, offset};
     offset += blocks;
-    return first;
+    return d;
   }
   void manual_seed(uint64_t s) { std::lock_guard<std::mutex> g(mutex); seed = s; offset = 0; }
+  uint64_t initial_seed() { std::lock_guard<std::mutex> g(mutex); return seed; }
 };
 
 Generator* default_generator();

@@ -17,5 +17,9 @@ constexpr int64_t kSmallBatchedProduct = int64_t(1) << 22;
 // Contiguous reductions: elements per block of 16 vector accumulators.
 constexpr int64_t kReduceBlock = 2048;
 constexpr int kReduceAccumulators = 16;
+// Python bindings run an op with the GIL released when its tensors hold at
+// least this many elements (a factory: when it makes that many), so other
+// Python threads run meanwhile; below it the release would cost more than it frees.
+constexpr int64_t kGilReleaseWork = int64_t(1) << 16;
 
 }  // namespace ember::thresholds

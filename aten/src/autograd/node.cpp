@@ -1,5 +1,6 @@
 // Nodes, edges, saved tensors, and the bookkeeping generated op wrappers call.
 #include <atomic>
+#include <mutex>
 
 #include "ember/autograd.h"
 #include "ember/autograd_helpers.h"
@@ -23,6 +24,7 @@ void Node::add_input(const Tensor& t) {
 TensorList AccumulateGrad::apply(TensorList&& grads) {
   Tensor& g = grads[0];
   if (!g.defined()) return {};
+  std::lock_guard<std::mutex> lock(mutex);
   AutogradMeta& meta = variable.impl()->autograd_meta();
   if (!meta.grad.defined()) {
     // Steal the incoming gradient when nobody else holds it; else copy it (under
@@ -102,6 +104,9 @@ bool any_requires_grad(const TensorList& ts) {
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta& meta = t.impl()->autograd_meta();
   if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
+  // Ops on two threads (the GIL released) may both reach a leaf that has no accumulator yet.
+  static std::mutex accumulator_mutex;
+  std::lock_guard<std::mutex> lock(accumulator_mutex);
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);

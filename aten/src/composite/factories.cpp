@@ -94,15 +94,15 @@ void random_fill(const Tensor& t, Generator* gen, const char* op, random::Random
               "' device type for generator but found '", gen->device.is_cuda() ? "cuda" : "cpu", "'");
   const int64_t n = t.numel();
   if (n == 0) return;
-  uint64_t first = 0;
+  Generator::Draw draw{};
   visit_dtype(t.dtype(), [&]<typename T>() {
     random::with_transform<T>(kind, low, range, [&](auto f) {
       constexpr int per_block = decltype(f)::kPerBlock;
-      first = gen->reserve((uint64_t)((n + per_block - 1) / per_block));
-      if (dev.is_cpu()) philox_fill<per_block>(t.data<T>(), n, gen->seed, first, f);
+      draw = gen->reserve((uint64_t)((n + per_block - 1) / per_block));
+      if (dev.is_cpu()) philox_fill<per_block>(t.data<T>(), n, draw.seed, draw.first, f);
     });
   });
-  if (dev.is_cuda()) cuda::philox_fill(t, kind, gen->seed, first, low, range);
+  if (dev.is_cuda()) cuda::philox_fill(t, kind, draw.seed, draw.first, low, range);
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+"""The Python-level part of ember.UntypedStorage: copies and pickling.
+
+A storage is the memory a tensor and its views share. `Tensor.untyped_storage()`
+returns the one live Python object of that memory, so pickle's memo (and
+deepcopy's) meets views of one storage as one object: it is written, or
+copied, once, and the views come back as views of one storage.
+"""
+import pickle
+
+from . import _C, _utils
+from ._C import UntypedStorage
+
+
+def clone(self):
+    """A copy of the bytes, on the same device."""
+    return _C._storage_bytes(self).clone().untyped_storage()
+
+
+def cpu(self):
+    """This storage when it is on the CPU, else a CPU copy."""
+    if self.device.type == "cpu":
+        return self
+    return _C._storage_bytes(self).cpu().untyped_storage()
+
+
+def __reduce_ex__(self, protocol):
+    # Through the CPU: a GPU storage is rebuilt on its device from the bytes.
+    host = cpu(self)
+    # Protocol 5 hands pickle the memory itself (written without an extra copy, or out of band).
+    data = pickle.PickleBuffer(host) if protocol >= 5 else bytes(host)
+    return (_utils._rebuild_storage, (data, str(self.device)))
+
+
+def __deepcopy__(self, memo):
+    # copy.deepcopy memoizes by id: every view's storage is this one object, copied once.
+    return clone(self)
+
+
+def __repr__(self):
+    return f"ember.UntypedStorage(nbytes={self.nbytes()}, device='{self.device}')"
+
+
+_METHODS = dict(clone=clone, cpu=cpu, __reduce_ex__=__reduce_ex__, __deepcopy__=__deepcopy__, __copy__=clone,
+                __repr__=__repr__)
+for _name, _fn in _METHODS.items():
+    setattr(UntypedStorage, _name, _fn)
+UntypedStorage.__module__ = "ember"
