@@ -1,5 +1,7 @@
 #include "ember/dtype.h"
 
+#include <atomic>
+
 namespace ember {
 
 const char* dtype_name(ScalarType t) {
@@ -41,8 +43,9 @@ bool can_cast(ScalarType from, ScalarType to) {
   return true;
 }
 
-static ScalarType g_default_dtype = ScalarType::Float32;
-ScalarType default_dtype() { return g_default_dtype; }
-void set_default_dtype(ScalarType t) { g_default_dtype = t; }
+// Atomic: ops read it without the GIL while another thread may set it.
+static std::atomic<ScalarType> g_default_dtype{ScalarType::Float32};
+ScalarType default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
+void set_default_dtype(ScalarType t) { g_default_dtype.store(t, std::memory_order_relaxed); }
 
 }  // namespace ember
