@@ -227,8 +227,9 @@ def test_fill_full_setitem_overflow_raises(dtype, value):
         t.fill_(value)
     with pytest.raises(RuntimeError, match=message):
         ember.full((2,), value, dtype=getattr(ember, dtype))
-    with pytest.raises(RuntimeError, match=message):
-        t[1] = value
+    for index in (1, slice(0, 2), ember.tensor([0, 2]), t == 0):
+        with pytest.raises(RuntimeError, match=message):
+            t[index] = value
     assert to_numpy(t).tolist() == [0, 0, 0]
 
 

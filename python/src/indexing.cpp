@@ -157,7 +157,8 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
     const Tensor& t = tensor_of(self);
     Indexed r = apply_index(t, index);
     if (r.has_advanced) {
-      Tensor v = is_tensor(value) ? tensor_of(value) : scalar_tensor(arg_scalar(value), t.dtype());
+      // Through fill_, so t[idx] = 1000 on int8 raises the overflow error, as in PyTorch.
+      Tensor v = is_tensor(value) ? tensor_of(value) : ember::fill_(empty_tensor({}, t.dtype()), arg_scalar(value));
       ember::index_put_(r.view, r.advanced, v, false);
     } else if (is_tensor(value)) {
       ember::copy_(r.view, tensor_of(value), false);
