@@ -20,7 +20,7 @@ from harness.samples import PARTNER
 from harness.spec import ALL_DTYPES, load_spec
 from harness.tensors import make_tensor
 from harness.sweep import (EPS, GRAIN, LAYOUTS, SMALL_BATCHED, THREADS, Input, Report, Tol, accumulated_tol,
-                           as_torch, build, evaluate, gemm_shapes, num_threads, numel_shapes, reduction_shapes,
+                           as_torch, build, dtype_of, evaluate, gemm_shapes, num_threads, numel_shapes, reduction_shapes,
                            ref_array, ref_kind, ref_names, rng_for, subset, torch, values_for)
 
 # var/std over one element, as NumPy and PyTorch, give nan with a warning.
@@ -623,4 +623,43 @@ def test_indexing(long_mode):
             repeats = np.bincount(np.asarray(idx) % rows, minlength=rows).max()
             tol, scl = Tol(2 * EPS[dtype] * (repeats + 1)), scale
         report.check(what, result, exp, dtype, tol, scl)
+    report.finish()
+
+
+# ----------------------------------------------------------------------------- special values
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-30, 65504.0]
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch defines these values (NumPy differs: sign(nan), ...)")
+@pytest.mark.parametrize("name", [n for n in UNARY + BINARY if torch_fn(OPS[n]) is not None
+                                  and set(OPS[n].test_dtypes) & set(FLOATING)])
+def test_special_values_match_pytorch(name):
+    """±0, ±inf, nan, ±1, ±0.5, ±2, ±3 (and every pair for binary ops) give PyTorch's results,
+    signs of zero and NaNs included, in every floating dtype the op takes."""
+    op = OPS[name]
+    report = Report(f"special values {name}")
+    binary = name in BINARY
+    for dtype in [d for d in op.test_dtypes if d in FLOATING]:
+        if binary:
+            x, y = (g.ravel() for g in np.meshgrid(SPECIALS, SPECIALS, indexing="ij"))
+            inputs = [Input(round_to(x, dtype), dtype), Input(round_to(y, dtype), dtype)]
+        else:
+            inputs = [Input(round_to(np.array(SPECIALS), dtype), dtype)]
+        for kwargs in op.test.get("kwargs") or [{}]:
+            what = f"{name}{describe(*inputs, threads=1, extra=str(kwargs) if kwargs else '')}"
+            expected = _torch_call(op, inputs, kwargs)
+            try:
+                result = call_ember(op, *[build(i) for i in inputs], **kwargs)
+            except Exception as e:      # noqa: BLE001
+                report.error(what, e)
+                continue
+            report.check(what, result, expected.double().numpy(), dtype_of(expected),
+                         Tol(8 * EPS.get(dtype_of(expected), 0.0)) if expected.is_floating_point() else None,
+                         source="PyTorch")
+            if expected.is_floating_point():
+                zeros = (expected == 0).numpy()
+                got = np.signbit(result.double().numpy()[zeros]) if zeros.any() else None
+                if got is not None and not np.array_equal(got, np.signbit(expected.double().numpy()[zeros])):
+                    report.failures.append(f"{what}: the sign of a zero result differs from PyTorch's")
     report.finish()

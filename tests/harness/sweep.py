@@ -238,6 +238,7 @@ def _describe(bad, got, exp, note=""):
 
 
 def dtype_of(t):
+    """'float32' for an ember or a PyTorch tensor."""
     return str(t.dtype).split(".")[-1]
 
 
@@ -248,8 +249,9 @@ class Report:
     failures: list = field(default_factory=list)
     cases: int = 0
 
-    def check(self, what, result, exp, dtype, tol=None, scale=None, torch_result=None):
-        """result: an ember tensor; exp: the NumPy reference (already in the result's dtype sense)."""
+    def check(self, what, result, exp, dtype, tol=None, scale=None, torch_result=None, source="NumPy float64"):
+        """result: an ember tensor; exp: the reference values (from `source`); torch_result:
+        PyTorch's result, also compared when given."""
         self.cases += 1
         got_dtype = dtype_of(result)
         if got_dtype != dtype:
@@ -258,11 +260,11 @@ class Report:
         got = to_numpy(result)
         problem = mismatch(got, exp, dtype, tol, scale)
         if problem:
-            self.failures.append(f"{what}: vs NumPy float64: {problem}")
+            self.failures.append(f"{what}: vs {source}: {problem}")
             return
         if torch_result is not None:
             t = torch_result.float() if torch_result.dtype == torch.bfloat16 else torch_result
-            tdtype = str(torch_result.dtype).split(".")[-1]
+            tdtype = dtype_of(torch_result)
             if tdtype != dtype:
                 self.failures.append(f"{what}: dtype {dtype}, PyTorch gives {tdtype}")
                 return
