@@ -158,17 +158,19 @@ class OpGen:
         nonzero = nonnegative = None
         if op.nonzero:
             nonzero = 1 + [p.name for p in inputs].index(op.nonzero)
-        if op.nonnegative:
-            nonnegative = 1 + [p.name for p in inputs].index(op.nonnegative)
+        if op.nonnegative:   # a tensor input by operand index, a Scalar argument by name
+            tensor_names = [p.name for p in inputs]
+            nonnegative = (1 + tensor_names.index(op.nonnegative) if op.nonnegative in tensor_names
+                           else op.nonnegative)
         members = []
         inits = []
         for p in self.scalar_params:
             if p.type.optional:
                 members.append(f"math::Opt<M> {p.name};")
-                inits.append(f"math::Opt<opmath_t<T>>{{{p.name} ? {p.name}->template to<opmath_t<T>>() : opmath_t<T>(), {p.name}.has_value()}}")
+                inits.append(f"math::Opt<opmath_t<T>>{{{p.name} ? checked_scalar<T, opmath_t<T>>(*{p.name}) : opmath_t<T>(), {p.name}.has_value()}}")
             else:
                 members.append(f"M {p.name};")
-                inits.append(f"{p.name}.template to<opmath_t<T>>()")
+                inits.append(f"checked_scalar<T, opmath_t<T>>({p.name})")
         in_types = ["bool" if i == bool_input else "T" for i in range(len(inputs))]
         return {
             "promote": {"common": "Common", "float": "Float", "bool": "Bool"}[op.promote],

@@ -52,6 +52,8 @@ class Overload:
     display: str
     body: str = ""
     allow_number: set = field(default_factory=set)
+    has_out: bool = False
+    inplace: bool = False
 
 
 @dataclass
@@ -160,12 +162,19 @@ def python_groups(model, ops):
                 tensor_names = [p.name for p in op.sig.params if p.type.is_tensor]
                 first = tensor_names[0] if form == "function" else "self"
                 ov.allow_number = {n for n in tensor_names if n != first}
-            ov.body = _body(op, ov, has_out, inplace)
             ov.spec_params = shown
+            ov.has_out, ov.inplace = has_out, inplace
             key = (form, pyname)
             if key not in groups:
                 groups[key] = Group(pyname, form, [], op.doc)
             groups[key].overloads.append(ov)
+    for g in groups.values():
+        # pow(t, 2) is pow.Tensor_Scalar, not pow with a wrapped number: a Tensor
+        # parameter takes no number when another overload has a Scalar of that name.
+        scalar_names = {p.name for ov in g.overloads for p in ov.params if p.type.base == "Scalar"}
+        for ov in g.overloads:
+            ov.allow_number -= scalar_names
+            ov.body = _body(ov.op, ov, ov.has_out, ov.inplace)
     return list(groups.values())
 
 

@@ -185,6 +185,112 @@ def test_mm_errors():
         ember.mm(m, tensor(np.ones((3, 2)), "int64"))
 
 
+# ---------------------------------------------------------------- integer products
+
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+NP_INT = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64}
+
+
+def full_range(shape, dtype, rng):
+    """Integers over the dtype's whole range, so that products and sums wrap around."""
+    info = np.iinfo(NP_INT[dtype])
+    return rng.integers(info.min, info.max, size=shape, dtype=np.int64, endpoint=True).astype(NP_INT[dtype])
+
+
+def int_layout(a, kind):
+    t = ember.from_numpy(np.ascontiguousarray(a))
+    if kind == "transposed":
+        return ember.from_numpy(np.ascontiguousarray(a.T)).t()
+    if kind == "strided":
+        return ember.slice(ember.from_numpy(np.repeat(a, 2, axis=0)), 0, None, None, 2)
+    return t
+
+
+def wrapped_product(a, b, dtype):
+    """NumPy's int64 product wraps modulo 2**64, so its low bits are the dtype's wrapped result."""
+    with np.errstate(over="ignore"):
+        return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(NP_INT[dtype])
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("ka", ["contig", "transposed", "strided"])
+@pytest.mark.parametrize("kb", ["contig", "transposed", "strided"])
+def test_integer_mm_wraps_like_pytorch(dtype, ka, kb):
+    rng = np.random.default_rng(len(dtype) * 7 + len(ka) + 3 * len(kb))
+    a, b = full_range((37, 129), dtype, rng), full_range((129, 21), dtype, rng)
+    r = ember.mm(int_layout(a, ka), int_layout(b, kb))
+    assert r.dtype == getattr(ember, dtype)
+    np.testing.assert_array_equal(r.numpy(), wrapped_product(a, b, dtype))
+
+
+def test_integer_mm_int8_example_from_pytorch():
+    a = ember.full((2, 3), 100, dtype=ember.int8)
+    b = ember.full((3, 2), 100, dtype=ember.int8)
+    assert ember.mm(a, b).tolist() == [[48, 48], [48, 48]]          # 30000 mod 256, as torch gives
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_integer_mm_split_over_threads(threads):
+    """Past the parallel work size the rows are split over the threads; every row is written."""
+    rng = np.random.default_rng(threads)
+    m = threads * ember._C._thresholds()["gemm_strip_width"] * 4 + 1
+    k = ember._C._thresholds()["parallel_gemm_work"] // (m * 33) + 3
+    a, b = full_range((m, k), "int32", rng), full_range((k, 33), "int32", rng)
+    previous = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        r = ember.mm(ember.from_numpy(a), ember.from_numpy(b))
+    finally:
+        ember.set_num_threads(previous)
+    np.testing.assert_array_equal(r.numpy(), wrapped_product(a, b, "int32"))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_bmm_matmul_dot_mv(dtype):
+    rng = np.random.default_rng(5)
+    a, b = full_range((3, 17, 9), dtype, rng), full_range((3, 9, 5), dtype, rng)
+    np.testing.assert_array_equal(ember.bmm(ember.from_numpy(a), ember.from_numpy(b)).numpy(),
+                                  wrapped_product(a, b, dtype))
+    c = full_range((2, 1, 4, 9), dtype, rng)
+    np.testing.assert_array_equal(ember.matmul(ember.from_numpy(c), ember.from_numpy(b)).numpy(),
+                                  wrapped_product(c, b, dtype))
+    x, y = full_range((1001,), dtype, rng), full_range((1001,), dtype, rng)
+    d = ember.dot(ember.from_numpy(x), ember.slice(ember.from_numpy(np.repeat(y, 2)), 0, None, None, 2))
+    assert d.dtype == getattr(ember, dtype) and d.shape == ()
+    assert d.item() == wrapped_product(x, y, dtype).item()
+    m = full_range((6, 9), dtype, rng)
+    v = full_range((9,), dtype, rng)
+    np.testing.assert_array_equal(ember.mv(ember.from_numpy(m), ember.from_numpy(v)).numpy(),
+                                  wrapped_product(m, v, dtype))
+    np.testing.assert_array_equal((ember.from_numpy(m) @ ember.from_numpy(v)).numpy(), wrapped_product(m, v, dtype))
+
+
+def test_integer_products_empty_and_k0():
+    z = ember.mm(ember.ones(3, 0, dtype=ember.int64), ember.ones(0, 2, dtype=ember.int64))
+    assert z.tolist() == [[0, 0]] * 3
+    assert ember.dot(ember.ones(0, dtype=ember.int8), ember.ones(0, dtype=ember.int8)).item() == 0
+    assert ember.mm(ember.ones(0, 4, dtype=ember.int16), ember.ones(4, 2, dtype=ember.int16)).shape == (0, 2)
+
+
+def test_bool_products_raise_like_pytorch():
+    t = ember.ones(2, 2, dtype=ember.bool)
+    v = ember.ones(2, dtype=ember.bool)
+    for name, f in (("mm", lambda: ember.mm(t, t)), ("bmm", lambda: ember.bmm(t[None], t[None])),
+                    ("dot", lambda: ember.dot(v, v)), ("mm", lambda: ember.mv(t, v)), ("mm", lambda: t @ t)):
+        with pytest.raises(RuntimeError, match=name):       # NotImplementedError is a RuntimeError
+            f()
+
+
+def test_mv_errors_and_values():
+    m = tensor(np.arange(6.0).reshape(2, 3), "float64")
+    np.testing.assert_allclose(numpy(ember.mv(m, tensor(np.ones(3), "float64"))), [3.0, 12.0])
+    np.testing.assert_allclose(numpy(m.mv(tensor(np.ones(3), "float64"))), [3.0, 12.0])
+    with pytest.raises(RuntimeError, match=r"size mismatch, got input \(2\), mat \(2x3\), vec \(2\)"):
+        ember.mv(m, tensor(np.ones(2), "float64"))
+    with pytest.raises(RuntimeError, match="vector \\+ matrix @ vector expected, got 1, 2, 2"):
+        ember.mv(m, tensor(np.ones((3, 1)), "float64"))
+
+
 # ---------------------------------------------------------------- bmm
 
 @pytest.mark.parametrize("dtype", FLOATS)

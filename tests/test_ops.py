@@ -115,3 +115,155 @@ def test_harness_reads_dtype_sets_and_signatures():
     assert params[2].default is False and returns == [("Tensor", "values"), ("Tensor", "indices")]
     *_, params, _ = parse_func("var(Tensor self, int[1]? dim=None, *, Scalar? correction=None) -> Tensor")
     assert params[1].optional and params[1].takes_list and params[2].kw_only and params[2].is_scalar
+
+
+# ----------------------------------------------------------------------------- PyTorch's values at the edges
+
+try:
+    import torch
+except ImportError:                      # the suite runs without torch; its comparisons skip
+    torch = None
+
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0]
+FLOAT_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+def _same_bits(got, exp, rtol=0.0):
+    """Equal values with equal signs of zero; NaN matches NaN. rtol allows finite
+    non-zero results a few units of rounding (libm's pow and PyTorch's Sleef differ there)."""
+    got, exp = np.asarray(got, dtype=np.float64), np.asarray(exp, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        close = np.isfinite(exp) & (exp != 0) & (np.abs(got - exp) <= rtol * np.abs(exp))
+    return close | ((got == exp) & (np.signbit(got) == np.signbit(exp))) | (np.isnan(got) & np.isnan(exp))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_sign_of_nan_and_zero_is_zero(dtype):
+    t = make_tensor(np.array([np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf, -2.5]), dtype)
+    got = to_numpy(ember.sign(t))
+    assert _same_bits(got, [0.0, 0.0, 0.0, 0.0, 1.0, -1.0, -1.0]).all(), got
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_pow_number_exponent_special_values(dtype):
+    """A Python-number exponent of 0.5 / -0.5 is sqrt / 1/sqrt, as PyTorch computes it
+    (but for float16, where PyTorch's CPU kernel uses std::pow); a tensor exponent is
+    std::pow (PyTorch's own two behaviours)."""
+    x = make_tensor(np.array([-np.inf, -0.0, 4.0]), dtype)
+    sqrt_like = dtype != "float16"
+    root = [np.nan, -0.0, 2.0] if sqrt_like else [np.inf, 0.0, 2.0]
+    assert _same_bits(to_numpy(x ** 0.5), root).all()
+    assert _same_bits(to_numpy(ember.pow(x, -0.5)), [np.nan, -np.inf, 0.5] if sqrt_like else [0.0, np.inf, 0.5]).all()
+    assert _same_bits(to_numpy(x.pow(2)), [np.inf, 0.0, 16.0]).all()
+    y = x.clone()
+    y.pow_(0.5)
+    assert _same_bits(to_numpy(y), root).all()
+    half = make_tensor(np.array(0.5), dtype)
+    assert _same_bits(to_numpy(ember.pow(x, half)), [np.inf, 0.0, 2.0]).all()
+
+
+@pytest.mark.skipif(torch is None, reason="compares with PyTorch")
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_pow_special_grid_matches_pytorch(dtype):
+    base, expo = np.meshgrid(SPECIAL, SPECIAL, indexing="ij")
+    tdt = getattr(torch, dtype)
+    b, e = make_tensor(base.ravel(), dtype), make_tensor(expo.ravel(), dtype)
+    tb, te = torch.tensor(base.ravel()).to(tdt), torch.tensor(expo.ravel()).to(tdt)
+    ulps = 4 * {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}[dtype]
+    got, exp = to_numpy(ember.pow(b, e)), torch.pow(tb, te).double().numpy()
+    bad = ~_same_bits(got, exp, ulps)
+    assert not bad.any(), f"pow on {dtype}: at {list(zip(base.ravel()[bad], expo.ravel()[bad]))}: {got[bad]} vs {exp[bad]}"
+    for s in SPECIAL:
+        got, exp = to_numpy(ember.pow(b, s)), torch.pow(tb, s).double().numpy()
+        bad = ~_same_bits(got, exp, ulps)
+        assert not bad.any(), f"pow(x, {s}) on {dtype}: x={base.ravel()[bad]}, got {got[bad]}, torch {exp[bad]}"
+        got, exp = to_numpy(ember.pow(s, b)), torch.pow(s, tb).double().numpy()
+        bad = ~_same_bits(got, exp, ulps)
+        assert not bad.any(), f"{s} ** x on {dtype}: x={base.ravel()[bad]}, got {got[bad]}, torch {exp[bad]}"
+
+
+def test_pow_number_base():
+    """ember.pow(2, t) and 2 ** t: the number promotes as a wrapped number, as in PyTorch."""
+    t = ember.tensor([0, 1, 3])
+    assert ember.pow(2, t).tolist() == [1, 2, 8] and dtype_name(ember.pow(2, t).dtype) == "int64"
+    assert (2 ** t).tolist() == [1, 2, 8]
+    r = ember.pow(2.0, ember.tensor([1, 2], dtype=ember.int8))
+    assert dtype_name(r.dtype) == "float32" and r.tolist() == [2.0, 4.0]
+    h = ember.pow(0.5, ember.tensor([1.0, -1.0], dtype=ember.float16))
+    assert dtype_name(h.dtype) == "float16" and to_numpy(h).tolist() == [0.5, 2.0]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_integer_pow_negative_exponents(dtype):
+    """A negative number exponent raises; a tensor of negative exponents computes (1, -1 or 0), as PyTorch."""
+    signed = dtype != "uint8"
+    a = make_tensor(np.array([2, 1, 3, 0] + ([-1] if signed else [])), dtype)
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        a ** -1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        a.pow(-2)
+    if signed:
+        e = make_tensor(np.array([-1, -1, -2, -3, -3]), dtype)
+        assert ember.pow(a, e).tolist() == [0, 1, 0, 0, -1]
+        assert ember.pow(a, make_tensor(np.array(-1), dtype)).tolist() == [0, 1, 0, 0, -1]
+    assert (a ** 2).tolist() == [4, 1, 9, 0] + ([1] if signed else [])
+    assert dtype_name((a ** 0.5).dtype) == "float32"
+
+
+OVERFLOW = [("int8", 1000), ("int8", -129), ("int8", 300.0), ("int8", float("nan")), ("uint8", 256),
+            ("uint8", -256), ("int16", 40000), ("int32", 2 ** 31), ("int64", 2.0 ** 63), ("float16", 1e6),
+            ("float32", 1e39)]
+FITS = [("int8", 127, 127), ("int8", 1.5, 1), ("uint8", -1, 255), ("bool", 5, True), ("float16", np.inf, np.inf),
+        ("bfloat16", 1e39, np.inf), ("int64", -2 ** 63, -2 ** 63)]
+
+
+@pytest.mark.parametrize("dtype,value", OVERFLOW, ids=[f"{d}-{v}" for d, v in OVERFLOW])
+def test_fill_full_setitem_overflow_raises(dtype, value):
+    name = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "float16": "c10::Half", "float32": "float"}[dtype]
+    message = f"value cannot be converted to type {name} without overflow"
+    t = ember.zeros(3, dtype=getattr(ember, dtype))
+    with pytest.raises(RuntimeError, match=message):
+        t.fill_(value)
+    with pytest.raises(RuntimeError, match=message):
+        ember.full((2,), value, dtype=getattr(ember, dtype))
+    for index in (1, slice(0, 2), ember.tensor([0, 2]), t == 0):
+        with pytest.raises(RuntimeError, match=message):
+            t[index] = value
+    assert to_numpy(t).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype,value,expected", FITS, ids=[f"{d}-{v}" for d, v, _ in FITS])
+def test_fill_in_range_values(dtype, value, expected):
+    t = ember.zeros(2, dtype=getattr(ember, dtype)).fill_(value)
+    assert to_numpy(t).tolist() == [expected, expected]
+
+
+def test_scalar_arguments_overflow_like_pytorch():
+    """Scalar arguments are converted with the check (alpha, clamp's bounds, pow's exponent);
+    a Python-number operand is a wrapped number and wraps around, as in PyTorch."""
+    t = ember.zeros(2, dtype=ember.int8)
+    for call in (lambda: t.add(1, alpha=1000), lambda: t.clamp(min=1000), lambda: t.clamp(max=-1000),
+                 lambda: t.pow(1000), lambda: ember.zeros(2, dtype=ember.float16).clamp(min=1e6)):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            call()
+    assert (t + 1000).tolist() == [-24, -24]
+    assert t.clone().add_(1000).tolist() == [-24, -24]
+    assert (t * 1000).tolist() == [0, 0]
+    assert (ember.zeros(2, dtype=ember.uint8) - 1).tolist() == [255, 255]
+
+
+def test_floor_divide_has_no_derivative_but_div_floor_does():
+    """PyTorch: backward through floor_divide (and //, floor_divide_) raises; div with
+    rounding_mode='floor' or 'trunc' gives zero gradients."""
+    x = ember.tensor([1.5, -2.5], requires_grad=True)
+    y = ember.tensor([2.0, 3.0], requires_grad=True)
+    for f in (lambda: ember.floor_divide(x, y), lambda: x // y, lambda: x // 2):
+        with pytest.raises(RuntimeError, match="floor_divide"):
+            f().sum().backward()
+    with pytest.raises(RuntimeError, match="floor_divide"):
+        x.clone().floor_divide_(y).sum().backward()
+    for mode in ("floor", "trunc"):
+        x.grad = y.grad = None
+        ember.div(x, y, rounding_mode=mode).sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0] and y.grad.tolist() == [0.0, 0.0]

@@ -165,7 +165,8 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
     Indexed r = apply_index(t, index);
     // Written with the GIL released when large (the view's size is the work; `value` is read as a tensor first).
     if (r.has_advanced) {
-      Tensor v = is_tensor(value) ? tensor_of(value) : scalar_tensor(arg_scalar(value), t.dtype());
+      // Through fill_, so t[idx] = 1000 on int8 raises the overflow error, as in PyTorch.
+      Tensor v = is_tensor(value) ? tensor_of(value) : ember::fill_(empty_tensor({}, t.dtype()), arg_scalar(value));
       run_op(work_of(r.view) + work_of(v), [&] { ember::index_put_(r.view, r.advanced, v, false); });
     } else if (is_tensor(value)) {
       const Tensor& v = tensor_of(value);

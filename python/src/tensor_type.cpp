@@ -344,8 +344,15 @@ Tensor rshift2(const Tensor& a, const Tensor& b) { return ember::bitwise_right_s
 Tensor lshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_left_shift_(a, b); }
 Tensor rshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_right_shift_(a, b); }
 
-PyObject* nb_pow(PyObject* a, PyObject* b, PyObject*) { return binary<ember::pow>(a, b); }
-PyObject* nb_ipow(PyObject* a, PyObject* b, PyObject*) { return inplace<ember::pow_>(a, b); }
+// t ** 2 is pow.Tensor_Scalar (PyTorch's special exponents, the negative-exponent check).
+Tensor pow2(const Tensor& a, const Tensor& b) {
+  return b.is_wrapped_number() && !a.is_wrapped_number() ? ember::pow_Tensor_Scalar(a, b.item()) : ember::pow(a, b);
+}
+Tensor pow2_(const Tensor& a, const Tensor& b) {
+  return b.is_wrapped_number() ? ember::pow_Tensor_Scalar_(a, b.item()) : ember::pow_(a, b);
+}
+PyObject* nb_pow(PyObject* a, PyObject* b, PyObject*) { return binary<pow2>(a, b); }
+PyObject* nb_ipow(PyObject* a, PyObject* b, PyObject*) { return inplace<pow2_>(a, b); }
 template <Tensor (*Op)(const Tensor&)>
 PyObject* unary(PyObject* a) {
   EMBER_PY_BEGIN

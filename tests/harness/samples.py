@@ -339,6 +339,11 @@ def gen_dot(g):
                       ("empty", (0,), (0,), C, C)])
 
 
+def gen_mv(g):
+    return _pairs(g, [("3x4-4", (3, 4), (4,), C, C), ("noncontig", (3, 4), (4,), T, ST), ("1x1-1", (1, 1), (1,), C, C),
+                      ("empty-0x4-4", (0, 4), (4,), C, C), ("k0-3x0-0", (3, 0), (0,), C, C)])
+
+
 def gen_matmul(g):
     return _pairs(g, [("1d-1d", (4,), (4,), C, C), ("2d-1d", (3, 4), (4,), C, C), ("1d-2d", (4,), (4, 2), C, C),
                       ("2d-2d", (3, 4), (4, 2), C, C), ("bcast-2x1x2x3-3x3x2", (2, 1, 2, 3), (3, 3, 2), C, C),
@@ -403,7 +408,7 @@ GENERATORS = {
     "unary": gen_unary, "binary": gen_binary, "where": gen_where,
     "reduction": gen_reduction, "reduction_single": gen_reduction_single,
     "reduction_all": gen_reduction_all, "reduction_dim": gen_reduction_dim,
-    "mm": gen_mm, "bmm": gen_bmm, "dot": gen_dot, "matmul": gen_matmul,
+    "mm": gen_mm, "bmm": gen_bmm, "dot": gen_dot, "mv": gen_mv, "matmul": gen_matmul,
     "cat": gen_cat, "stack": gen_stack, "softmax": gen_softmax,
 }
 

@@ -1,8 +1,14 @@
 #pragma once
 // Functions derivative formulas call besides ember ops (codegen/formula.py
 // lists their signatures). Built from ember ops, so they are differentiable.
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include "ember/tensor.h"
+
+namespace ember {
+struct Node;
+}
 
 namespace ember::autograd {
 
@@ -34,5 +40,9 @@ Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const st
 void mark_view(const Tensor& view, const Tensor& base);
 // Attaches a node that raises at backward: the op has no derivative.
 void set_not_differentiable(const Tensor& result, const char* op);
+// The same node for an in-place op (floor_divide_), made before the write from its
+// tensor inputs; the caller rebases `self` onto it. Null when `self` gets no history.
+std::shared_ptr<Node> not_differentiable_node(const Tensor& self, std::initializer_list<const Tensor*> inputs,
+                                              const char* op);
 
 }  // namespace ember::autograd

@@ -22,8 +22,9 @@ void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::ini
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
 // Integer division by zero raises ZeroDivisionError, as PyTorch does on the CPU.
 void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* op);
-// Integer powers with negative exponents raise, as PyTorch does.
-void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op);
+// An integer power with a negative Python-number exponent raises, as PyTorch
+// does (a tensor of exponents is not checked, in PyTorch either).
+void check_nonnegative_exponent(const TensorIterator& iter, const Scalar& exponent, const char* op);
 void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message);
 // PyTorch's memory-overlap checks for a tensor an op writes (MemOverlap):
 // a stride-0 dim of size > 1 in the written tensor raises; layouts that might

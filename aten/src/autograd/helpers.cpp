@@ -236,4 +236,13 @@ void set_not_differentiable(const Tensor& result, const char* op) {
   set_history(result, node);
 }
 
+std::shared_ptr<Node> not_differentiable_node(const Tensor& self, std::initializer_list<const Tensor*> inputs,
+                                              const char* op) {
+  if (!is_floating(self.dtype()) || !GradMode::is_enabled()) return nullptr;
+  auto node = std::make_shared<NotImplementedBackward>();
+  node->op = op;
+  for (const Tensor* t : inputs) node->add_input(*t);
+  return node;
+}
+
 }  // namespace ember::autograd

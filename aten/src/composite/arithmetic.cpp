@@ -1,4 +1,4 @@
-// div with rounding modes, and matmul with NumPy's rules, over kernel ops.
+// div with rounding modes, pow of a number, mv, and matmul with NumPy's rules, over kernel ops.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -11,7 +11,8 @@ namespace ember::native {
 Tensor div(const Tensor& self, const Tensor& other, const std::optional<std::string>& rounding_mode) {
   if (!rounding_mode) return ember::true_divide(self, other);
   if (*rounding_mode == "trunc") return ember::_div_trunc(self, other);
-  if (*rounding_mode == "floor") return ember::floor_divide(self, other);
+  // _div_floor, not floor_divide: PyTorch differentiates div(rounding_mode='floor') (to zero), not floor_divide.
+  if (*rounding_mode == "floor") return ember::_div_floor(self, other);
   EMBER_FAIL(Value, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *rounding_mode,
              "'");
 }
@@ -44,6 +45,16 @@ void check_mm_shapes(int64_t n, int64_t m1, int64_t m2, int64_t p) {
 }
 
 }  // namespace
+
+Tensor pow_Scalar(const Scalar& self, const Tensor& exponent) { return ember::pow(wrap_number(self), exponent); }
+
+Tensor mv(const Tensor& self, const Tensor& vec) {
+  EMBER_CHECK(self.dim() == 2 && vec.dim() == 1, Runtime, "vector + matrix @ vector expected, got 1, ", self.dim(),
+              ", ", vec.dim());
+  EMBER_CHECK(self.size(1) == vec.size(0), Runtime, "size mismatch, got input (", self.size(0), "), mat (",
+              self.size(0), "x", self.size(1), "), vec (", vec.size(0), ")");
+  return ember::squeeze(ember::mm(self, ember::unsqueeze(vec, -1)), IntList{-1});
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();

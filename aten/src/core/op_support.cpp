@@ -45,12 +45,9 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
   EMBER_CHECK(!any_zero, Runtime, "ZeroDivisionError: ", op, ": integer division by zero");
 }
 
-void check_nonnegative_exponent(const TensorIterator& iter, int operand, const char* op) {
-  if (!is_integral(iter.compute_dtype(), false) || iter.device().is_cuda()) return;
-  NoGradGuard guard;
-  bool any_negative =
-      ember::any(ember::lt(iter.operand(operand), wrap_number(Scalar(int64_t(0)))), std::nullopt, false).item().to_bool();
-  EMBER_CHECK(!any_negative, Runtime, op, ": Integers to negative integer powers are not allowed.");
+void check_nonnegative_exponent(const TensorIterator& iter, const Scalar& exponent, const char* op) {
+  EMBER_CHECK(!(is_integral(iter.compute_dtype(), false) && exponent.to_double() < 0), Runtime, op,
+              ": Integers to negative integer powers are not allowed.");
 }
 
 void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message) {

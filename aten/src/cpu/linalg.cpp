@@ -1,7 +1,8 @@
 // mm, bmm and dot on the CPU through OpenBLAS (scipy-openblas32: every symbol
 // carries a scipy_ prefix, integers are 32-bit). float16 and bfloat16 go
-// through float32. Matrices that are row-major or transposed row-major are
-// handed to BLAS as they lie; anything else is made contiguous first.
+// through float32; integer dtypes through a blocked C++ kernel (integer_gemm).
+// Matrices that are row-major or transposed row-major are handed to BLAS as
+// they lie; anything else is made contiguous first.
 // ember owns the threading: BLAS always runs single-threaded and products are
 // split over ember's OpenMP threads, so one thread pool serves every op.
 #include <cblas.h>
@@ -9,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "ember/blas.h"
 #include "ember/blas_layout.h"
@@ -105,6 +107,50 @@ void zero_fill(const Tensor& t) {
 
 Tensor to_float32(const Tensor& t) { return ember::to_dtype(t, ScalarType::Float32, false, false); }
 
+// Integer products wrap around as PyTorch's do: an unsigned accumulator at
+// least 32 bits wide (no signed-overflow UB) keeps the low bits exactly.
+template <typename T>
+using IntAcc = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+
+// C[r] = A[r] @ B for the rows r of contiguous [batch, m, k] x [batch, k, n]:
+// blocks of kRowBlock rows share each row of B, kColBlock columns keep the
+// accumulators in L1; the blocks of rows are split over the threads.
+template <typename T>
+void integer_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  using Acc = IntAcc<T>;
+  constexpr int64_t kRowBlock = 4, kColBlock = 512;
+  const int64_t m = a.size(1), k = a.size(2), n = b.size(2);
+  const int64_t rows = a.size(0) * m;
+  const T *pa = a.data<T>(), *pb = b.data<T>();
+  T* pc = out.data<T>();
+  const int64_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, thresholds::kParallelGemmWork / std::max<int64_t>(1, kRowBlock * n * k));
+  parallel_for(row_blocks, grain, [&](int64_t lo, int64_t hi) {
+    Acc acc[kRowBlock][kColBlock];
+    for (int64_t blk = lo; blk < hi; ++blk) {
+      const int64_t r0 = blk * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+      for (int64_t j0 = 0; j0 < n; j0 += kColBlock) {
+        const int64_t nc = std::min(kColBlock, n - j0);
+        for (int64_t rr = 0; rr < nr; ++rr) std::fill(acc[rr], acc[rr] + nc, Acc(0));
+        for (int64_t p = 0; p < k; ++p) {
+          for (int64_t rr = 0; rr < nr; ++rr) {
+            const int64_t r = r0 + rr;
+            const Acc x = (Acc)pa[r * k + p];
+            const T* brow = pb + (r / m) * k * n + p * n + j0;
+            Acc* dst = acc[rr];
+#pragma omp simd
+            for (int64_t j = 0; j < nc; ++j) dst[j] += x * (Acc)brow[j];
+          }
+        }
+        for (int64_t rr = 0; rr < nr; ++rr) {
+          T* crow = pc + (r0 + rr) * n + j0;
+          for (int64_t j = 0; j < nc; ++j) crow[j] = (T)acc[rr][j];
+        }
+      }
+    }
+  });
+}
+
 // Batched product of [batch, m, k] x [batch, k, n] (both already checked).
 Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   const int64_t batch = a_in.size(0), m = a_in.size(1), k = a_in.size(2), n = b_in.size(2);
@@ -112,6 +158,13 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   if (out.numel() == 0) return out;
   if (k == 0) {
     zero_fill(out);
+    return out;
+  }
+  if (!is_floating(a_in.dtype())) {
+    Tensor a = ember::contiguous(a_in), b = ember::contiguous(b_in);
+    visit_dtype(a.dtype(), [&]<typename T>() {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) integer_gemm<T>(a, b, out);
+    });
     return out;
   }
   check_blas_int(m, op);
@@ -143,6 +196,12 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
 }  // namespace
 }  // namespace cpu
 
+void check_integer_product_device(const Tensor& self, const char* op) {
+  EMBER_CHECK(is_floating(self.dtype()) || self.device().is_cpu(), NotImplemented, op, ": products of ",
+              dtype_title(self.dtype()), " tensors are not implemented on ", self.device().str(),
+              " (integer products run on the CPU)");
+}
+
 void check_mm_args(const Tensor& self, const Tensor& mat2) {
   EMBER_CHECK(self.dim() == 2, Runtime, "self must be a matrix");
   EMBER_CHECK(mat2.dim() == 2, Runtime, "mat2 must be a matrix");
@@ -150,7 +209,7 @@ void check_mm_args(const Tensor& self, const Tensor& mat2) {
               cpu::cpp_type_name(self.dtype()), " != ", cpu::cpp_type_name(mat2.dtype()));
   EMBER_CHECK(self.size(1) == mat2.size(0), Runtime, "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
               self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"mm\" not implemented for '", dtype_title(self.dtype()), "'");
+  check_integer_product_device(self, "mm");
 }
 
 void check_bmm_args(const Tensor& self, const Tensor& mat2) {
@@ -161,7 +220,7 @@ void check_bmm_args(const Tensor& self, const Tensor& mat2) {
               "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
   EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "expected scalar type ", dtype_title(self.dtype()),
               " but found ", dtype_title(mat2.dtype()));
-  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"bmm\" not implemented for '", dtype_title(self.dtype()), "'");
+  check_integer_product_device(self, "bmm");
 }
 
 void check_dot_args(const Tensor& self, const Tensor& tensor) {
@@ -172,7 +231,7 @@ void check_dot_args(const Tensor& self, const Tensor& tensor) {
   EMBER_CHECK(self.numel() == tensor.numel(), Runtime, "inconsistent tensor size, expected tensor [", self.numel(),
               "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
               tensor.numel(), " elements respectively");
-  EMBER_CHECK(is_floating(self.dtype()), Runtime, "\"dot\" not implemented for '", dtype_title(self.dtype()), "'");
+  check_integer_product_device(self, "dot");
 }
 
 namespace cpu {
@@ -205,6 +264,19 @@ Tensor dot_cpu(const Tensor& self, const Tensor& tensor) {
   Tensor out = empty_tensor({}, self.dtype(), self.device());
   if (n == 0) {
     zero_fill(out);
+    return out;
+  }
+  if (!is_floating(self.dtype())) {
+    visit_dtype(self.dtype(), [&]<typename T>() {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        const T* x = self.data<T>();
+        const T* y = tensor.data<T>();
+        const int64_t sx = self.stride(0), sy = tensor.stride(0);
+        IntAcc<T> acc = 0;
+        for (int64_t i = 0; i < n; ++i) acc += (IntAcc<T>)x[i * sx] * (IntAcc<T>)y[i * sy];
+        out.data<T>()[0] = (T)acc;
+      }
+    });
     return out;
   }
   if (is_half(self.dtype())) {
