@@ -25,6 +25,17 @@ cd "$root"
 # cap address space (ASan reserves terabytes of shadow memory).
 export EMBER_SANITIZED=1
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-PYTHONPATH="$build/pkg" python3 -m pytest "${present[@]}" -q -x -p no:cacheprovider "$@"
+# Reports go to files (pytest's capture would swallow them when a process
+# aborts): any file there fails the run, children's reports included.
+reports="$build/sanitizer-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0:log_path=$reports/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
+status=0
+PYTHONPATH="$build/pkg" python3 -m pytest "${present[@]}" -q -p no:cacheprovider "$@" || status=$?
+if compgen -G "$reports/*" >/dev/null; then
+  echo "sanitizer reports:" >&2
+  cat "$reports"/* >&2
+  exit 1
+fi
+exit $status

@@ -63,7 +63,7 @@ class DimVector {
   void assign(const int64_t* b, const int64_t* e) {
     size_t n = e - b;
     if (n > cap_) { free_heap(); data_ = new int64_t[n]; cap_ = n; }
-    std::memmove(data_, b, n * sizeof(int64_t));
+    if (n) std::memmove(data_, b, n * sizeof(int64_t));  // b may be null when n is 0
     size_ = n;
   }
   std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
