@@ -1,14 +1,10 @@
 """Every kind of misuse gets a clear Python exception that names the op, of the
 type PyTorch raises (RuntimeError / IndexError / TypeError / ValueError), and
 nothing crashes the interpreter."""
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import ember
+from child_process import run_isolated
 
 
 def message(excinfo):
@@ -313,15 +309,6 @@ def test_empty_reduction_without_dim():
 
 
 # ---------------------------------------------------------------- nothing crashes
-
-def run_isolated(code, timeout=120):
-    """Runs `code` in a fresh interpreter, so a crash (a signal) fails one test, not the run."""
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.abspath(ember.__file__))
-    env["PYTHONPATH"] = os.path.dirname(here) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
 
 def test_empty_tensor_reductions_do_not_crash():
     p = run_isolated("""

@@ -157,7 +157,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
                   ". Expected size ", first.sizes()[k], " but got size ", t.sizes()[k], " for tensor number ", i,
                   " in the list.");
     }
-    total += t.sizes()[d];
+    total = checked_add(total, t.sizes()[d], "cat(): the size of the result");
   }
   out_shape[d] = total;
   Tensor result = empty_tensor(out_shape, dtype, device);
