@@ -10,9 +10,19 @@ namespace ember::python {
 
 PyObject* g_index_tensor_from = nullptr;  // ember.tensor, for list indices
 
+Tensor tensor_from_data(PyObject* data) {
+  PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, data);
+  if (!obj) throw PythonError{};
+  Tensor t = tensor_of(obj);
+  Py_DECREF(obj);
+  return t;
+}
+
 namespace {
 
-bool is_index_int(PyObject* o) { return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || PyIndex_Check(o)); }
+bool is_index_int(PyObject* o) {
+  return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PySequence_Check(o)));
+}
 
 struct Indexed {
   Tensor view;              // after ints, slices, None, ...
@@ -87,11 +97,8 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
       Tensor t;
       if (is_tensor(it)) {
         t = tensor_of(it);
-      } else if (PyList_Check(it) || PyTuple_Check(it) || PyBool_Check(it)) {
-        PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, it);
-        if (!obj) throw PythonError{};
-        t = tensor_of(obj);
-        Py_DECREF(obj);
+      } else if (PyList_Check(it) || PyTuple_Check(it) || PyBool_Check(it) || is_ndarray(it)) {
+        t = tensor_from_data(it);
       } else {
         EMBER_FAIL(Index, "only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
                    "valid indices (got ", Py_TYPE(it)->tp_name, ")");
@@ -164,10 +171,7 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
     } else if (is_number(value)) {
       ember::fill_(r.view, arg_scalar(value));
     } else {
-      PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, value);
-      if (!obj) return -1;
-      ember::copy_(r.view, tensor_of(obj), false);
-      Py_DECREF(obj);
+      ember::copy_(r.view, tensor_from_data(value), false);
     }
     return 0;
   } catch (const PythonError&) {

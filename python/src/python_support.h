@@ -108,6 +108,9 @@ Device arg_device(PyObject* o);
 std::optional<Device> arg_opt_device(PyObject* o);
 Generator* arg_generator(PyObject* o);
 bool is_number(PyObject* o);
+// A NumPy array (not a NumPy scalar): converted like ember.tensor(data) where PyTorch accepts one.
+bool is_ndarray(PyObject* o);
+Tensor tensor_from_data(PyObject* data);
 
 // Maps a C++ exception to the matching Python exception.
 void set_python_error(const std::exception& e);

@@ -225,8 +225,9 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   DimVector sizes = self.sizes(), strides = self.strides();
   int64_t offset = self.offset() + s * strides[d];
   sizes[d] = (e - s) / step + ((e - s) % step != 0);  // ceil without overflowing for steps near 2**63
-  // One element never steps, and stride * step can pass int64 for a step beyond the end.
-  if (sizes[d] > 1) strides[d] *= step;
+  // stride * step passes int64 only for a step beyond the end, leaving one element that never steps.
+  int64_t stepped;
+  if (!mul_overflows(strides[d], step, &stepped)) strides[d] = stepped;
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 

@@ -1,5 +1,7 @@
 #include "ember/parallel.h"
 
+#include "ember/errors.h"
+
 namespace ember {
 
 static int g_num_threads = 0;
@@ -10,7 +12,8 @@ int get_num_threads() {
 }
 
 void set_num_threads(int n) {
-  g_num_threads = n > 0 ? n : 1;
+  EMBER_CHECK(n > 0, Runtime, "set_num_threads expects a positive integer");
+  g_num_threads = n;
   omp_set_num_threads(g_num_threads);
 }
 
