@@ -180,3 +180,12 @@ def test_empty_dims_never_overflow_strides():
     assert t.shape == (2**62, 0) and t.numel() == 0
     assert ember.ones(2**31, 0).expand(2**31, 2**31, 0).numel() == 0
     assert ember.eye(2**32, 0).shape == (2**32, 0)
+
+
+def test_split_and_chunk_sizes_near_int64_max():
+    # The piece counts are ceil(n / size) without computing n + size - 1.
+    assert [p.tolist() for p in ember.ones(3).chunk(2**63 - 1)] == [[1.0], [1.0], [1.0]]
+    assert [p.shape for p in ember.ones(3).split(2**63 - 1)] == [(3,)]
+    # Sizes whose sum wraps around to the dim size are still refused.
+    with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum exactly to 3"):
+        ember.ones(3).split([2**63 - 1, 2**63 - 1, 5])

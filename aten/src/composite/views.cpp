@@ -224,7 +224,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   else if (e >= size) e = size;
   DimVector sizes = self.sizes(), strides = self.strides();
   int64_t offset = self.offset() + s * strides[d];
-  sizes[d] = (e - s) / step + ((e - s) % step != 0);  // ceil without overflowing for steps near 2**63
+  sizes[d] = ceil_div_nonneg(e - s, step);
   // stride * step passes int64 only for a step beyond the end, leaving one element that never steps.
   int64_t stepped;
   if (!mul_overflows(strides[d], step, &stepped)) strides[d] = stepped;
