@@ -105,16 +105,17 @@ DimVector contiguous_strides(const DimVector& sizes) {
   return st;
 }
 
-int64_t compute_numel(const DimVector& sizes) {
+namespace {
+
+// The product of `sizes` into *out; true when a partial product passed int64. Sticky, as
+// in PyTorch: such a shape is refused even when a later size is 0.
+bool product_overflows(const DimVector& sizes, int64_t* out) {
   int64_t n = 1;
   bool overflow = false;
   for (int64_t s : sizes) overflow |= mul_overflows(n, s, &n);
-  // Sticky, as in PyTorch: a partial product that overflowed is refused even if a later size is 0.
-  EMBER_CHECK(!overflow, Runtime, "numel: integer multiplication overflow");
-  return n;
+  *out = n;
+  return overflow;
 }
-
-namespace {
 
 void check_nonnegative(const DimVector& sizes) {
   for (int64_t s : sizes)
@@ -123,10 +124,15 @@ void check_nonnegative(const DimVector& sizes) {
 
 }  // namespace
 
+int64_t compute_numel(const DimVector& sizes) {
+  int64_t n;
+  EMBER_CHECK(!product_overflows(sizes, &n), Runtime, "numel: integer multiplication overflow");
+  return n;
+}
+
 size_t storage_nbytes(const DimVector& sizes, size_t itemsize) {
-  int64_t n = 1;
-  bool overflow = false;
-  for (int64_t s : sizes) overflow |= mul_overflows(n, s, &n);
+  int64_t n;
+  bool overflow = product_overflows(sizes, &n);
   overflow |= mul_overflows(n, (int64_t)itemsize, &n);
   EMBER_CHECK(!overflow, Runtime, "Storage size calculation overflowed with sizes=", sizes);
   return (size_t)n;
