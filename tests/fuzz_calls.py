@@ -18,6 +18,9 @@ import numpy as np
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 SHAPES = ((), (0,), (1,), (3,), (2, 3), (1, 3), (3, 1), (2, 0, 3), (4, 5), (2, 3, 4), (1, 1, 1, 2))
+# Expanded views whose element count passes int64: ember must refuse them when they are made.
+# (Legal but enormous views are left out: summing 2**40 elements is slow, not wrong.)
+OVERFLOWING_SHAPES = ((2**62, 5), (2**61, 5), (2**32, 2**32), (3, 2**62), (2**31, 2**31, 4))
 LAYOUTS = ("contiguous", "contiguous", "transposed", "expanded", "strided")
 SMALL_INTS = (0, 1, -1, 2, 3, -2, 5)
 HUGE_INTS = (2**31, 2**31 - 1, 2**32, 2**62, -2**62, 2**63 - 1, -2**63, 2**64, -2**31)
@@ -72,6 +75,8 @@ class Gen:
         return self.rng.random() < p
 
     def tensor(self, shape=None, dtype=None):
+        if shape is None and self.chance(0.03):
+            return ("tensor", self.pick(OVERFLOWING_SHAPES), dtype or self.pick(DTYPES), "expanded", 0)
         shape = self.pick(SHAPES) if shape is None else shape
         return ("tensor", tuple(shape), dtype or self.pick(DTYPES), self.pick(LAYOUTS), self.rng.randrange(1 << 30))
 
@@ -84,6 +89,9 @@ class Gen:
         return self.pick(HUGE_INTS) if self.chance(0.25) else self.pick(SMALL_INTS)
 
     def size_list(self):
+        if self.chance(0.2):   # numel or bytes past int64, or legal but beyond any allocator
+            return list(self.pick(([2**62], [2**61], [2**60], [2**32, 2**32], [2**31, 2**31, 4], [2**62, 4],
+                                   [2**63 - 1], [2**40], [0, 2**62, 2**62], [2**62, -1])))
         n = self.pick((0, 1, 1, 2, 2, 3))
         return [self.pick(HUGE_INTS + SMALL_INTS + (4, -1)) if self.chance(0.3) else self.pick((0, 1, 2, 3, -1))
                 for _ in range(n)]
@@ -115,9 +123,9 @@ class Gen:
                 self.index_tensor, lambda: ("slice", self.int_(), self.int_(), self.pick((1, 2, -1, 0, 2**62))),
                 lambda: ("ndarray", self.pick(((4,), (2,), (3, 1)))), lambda: True][choice - 4]()
 
-    def typed(self, ptype):
-        """A value of the declared type (with edge values), or, now and then, anything at all."""
-        if self.chance(0.12):
+    def typed(self, ptype, misuse):
+        """A value of the declared type (with edge values), or, in a misuse call, now and then anything."""
+        if misuse and self.chance(0.15):
             return self.any_value()
         base = ptype.rstrip("?")
         if ptype.endswith("?") and self.chance(0.2):
@@ -141,7 +149,7 @@ class Gen:
         if base == "ScalarType":
             return ("dtype", self.pick(DTYPES))
         if base == "Device":
-            return self.pick(("cpu", "cpu", "cpu", "cuda", "cuda:1", "meta", 0))
+            return self.pick(("cpu",) * 6 + ("cuda", "cuda:1", "meta", 0))
         if base == "Generator":
             return ("generator",)
         if base == "str":
@@ -160,8 +168,12 @@ def make_call(seed, index, targets):
     """The recipe of call `index`: (label, kind, args, kwargs)."""
     rng = random.Random(f"{seed}:{index}")
     gen = Gen(rng)
-    label, kind, ops = targets[rng.randrange(len(targets))]
+    # Two thirds of the calls go to ops.yaml's ops, whose typed arguments reach the kernels.
+    declared = [t for t in targets if t[2]]
+    label, kind, ops = gen.pick(declared) if gen.chance(0.67) else gen.pick(targets)
     name = label.split(".", 1)[1]
+    # Half the calls are well-formed with edge values; the other half also get wrong kinds and counts.
+    misuse = gen.chance(0.5)
     if ops:
         op = gen.pick(ops)
         params = list(op.params)
@@ -171,16 +183,16 @@ def make_call(seed, index, targets):
         for p in params:
             if p.has_default and gen.chance(0.4):
                 continue
-            value = gen.typed(p.type)
+            value = gen.typed(p.type, misuse)
             if p.kw_only or (p.has_default and gen.chance(0.3)):
                 kwargs[p.name] = value
             else:
                 args.append(value)
-        if gen.chance(0.1) and args:
+        if misuse and gen.chance(0.2) and args:
             args.pop(rng.randrange(len(args)))          # too few
-        if gen.chance(0.1):
+        if misuse and gen.chance(0.2):
             args.append(gen.any_value())                 # too many
-        if kind == "function" and gen.chance(0.2):
+        if kind == "function" and gen.chance(0.2) and (misuse or op.kind != "factory"):
             first = next((a for a in args if isinstance(a, tuple) and a and a[0] == "tensor"), None)
             kwargs["out"] = gen.out_tensor(first)
     elif name in ("__getitem__", "__setitem__", "__delitem__"):
@@ -257,7 +269,11 @@ NUMPY_DTYPES = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": n
 
 def build_tensor(ember, shape, dtype, layout, seed):
     rng = np.random.default_rng(seed)
-    values = rng.standard_normal(shape) * 3
+    expanded_from = None
+    if layout == "expanded" and shape:
+        # Expanded along the last dim, or along every dim for the enormous shapes.
+        expanded_from = shape[:-1] + (1,) if max(shape) < 2**20 else (1,) * len(shape)
+    values = rng.standard_normal(expanded_from or shape) * 3
     if dtype != "bool" and values.size and rng.random() < 0.2:
         values.flat[0] = rng.choice([np.nan, np.inf, -np.inf, 0.0, 100.0])
     if dtype == "bool":
@@ -273,8 +289,8 @@ def build_tensor(ember, shape, dtype, layout, seed):
 
     if layout == "transposed" and len(shape) >= 2:
         return make(values.swapaxes(0, -1)).transpose(0, -1)
-    if layout == "expanded" and len(shape) >= 1:
-        return make(values[..., :1]).expand(*shape)
+    if expanded_from:
+        return make(values).expand(*shape)
     if layout == "strided" and len(shape) >= 1:
         return make(np.repeat(values, 2, axis=-1))[..., ::2]
     return make(values)
