@@ -1,14 +1,10 @@
 """Every kind of misuse gets a clear Python exception that names the op, of the
 type PyTorch raises (RuntimeError / IndexError / TypeError / ValueError), and
 nothing crashes the interpreter."""
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import ember
+from child_process import run_isolated
 
 
 def message(excinfo):
@@ -181,6 +177,123 @@ def test_unsupported_dtype_raises_runtime_error_naming_op(op, fn):
     assert op in message(e)
 
 
+# Dtype dispatch failures: NotImplementedError (a RuntimeError subclass), worded as PyTorch's
+# `"op" not implemented for 'Dtype'` (PyTorch names its kernel, ember the op).
+NOT_IMPLEMENTED = [
+    ("bitwise_and", "Float", lambda: ember.bitwise_and(ember.tensor(1.), ember.tensor(1.))),
+    ("bitwise_not", "Float", lambda: ember.tensor([1.]).bitwise_not()),
+    ("bitwise_left_shift", "Float", lambda: ember.tensor([1.]) << 1),
+    ("softmax", "Long", lambda: ember.softmax(ember.tensor([1, 2]), 0)),
+    ("log_softmax", "Long", lambda: ember.tensor([1, 2]).log_softmax(0)),
+    ("sum", "Bool", lambda: ember.tensor([1, 2]).sum(dtype=ember.bool)),
+    ("arange_cpu", "Bool", lambda: ember.arange(3, dtype=ember.bool)),
+    ("check_uniform_bounds", "Long", lambda: ember.rand(2, dtype=ember.int64)),
+]
+
+
+@pytest.mark.parametrize("op,dtype,fn", NOT_IMPLEMENTED, ids=[c[0] for c in NOT_IMPLEMENTED])
+def test_unsupported_dtype_raises_not_implemented_error(op, dtype, fn):
+    with pytest.raises(NotImplementedError, match=f"\"{op}\" not implemented for '{dtype}'"):
+        fn()
+
+
+TORCH_NOT_IMPLEMENTED = [
+    "torch.bitwise_and(torch.tensor(1.), torch.tensor(1.))",
+    "torch.tensor([1.]).bitwise_not()",
+    "torch.tensor([1.]) << 1",
+    "torch.softmax(torch.tensor([1, 2]), 0)",
+    "torch.tensor([1, 2]).log_softmax(0)",
+    "torch.arange(3, dtype=torch.bool)",
+    "torch.rand(2, dtype=torch.int64)",
+]
+
+
+@pytest.mark.parametrize("expr", TORCH_NOT_IMPLEMENTED)
+def test_torch_raises_not_implemented_error_for_the_same_calls(expr):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError):
+        eval(expr, {"torch": torch})
+    with pytest.raises(NotImplementedError):
+        eval(expr.replace("torch.", "ember."), {"ember": ember})
+
+
+# ---------------------------------------------------------------- PyTorch's classes for misuse (issue 8, point 11)
+
+def test_argmax_argmin_of_empty_tensor_raise_index_error():
+    for fn in (ember.argmax, ember.argmin):
+        with pytest.raises(IndexError, match=f"{fn.__name__}\\(\\): Expected reduction dim to be specified"):
+            fn(ember.tensor([]))
+    with pytest.raises(IndexError):
+        ember.zeros(0, 3).argmax()
+
+
+def test_none_where_a_tensor_is_expected_is_a_type_error():
+    with pytest.raises(TypeError, match=r"type_as\(\): argument 'other' \(position 1\) must be Tensor, not NoneType"):
+        ember.ones(2).type_as(None)
+    with pytest.raises(TypeError, match=r"numel\(\): argument 'input' \(position 1\) must be Tensor, not NoneType"):
+        ember.numel(None)
+    with pytest.raises(TypeError):
+        ember.is_floating_point(None)
+
+
+def test_contains_accepts_tensors_and_numbers_only():
+    t = ember.tensor([1., 2.])
+    assert 2 in t and 2.0 in t and ember.tensor(1.) in t and 3 not in t
+    import numpy as np
+    assert np.float32(1) in t and np.int64(2) in t
+    with pytest.raises(RuntimeError, match=r"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                                           r"<class 'str'>"):
+        "a" in t
+    with pytest.raises(RuntimeError):
+        None in t
+
+
+def test_numpy_arrays_as_index_and_operand():
+    import numpy as np
+    t = ember.arange(4.)
+    assert t[np.array([0, 1])].tolist() == [0., 1.]
+    assert t[np.array([True, False, True, False])].tolist() == [0., 2.]
+    assert ember.arange(6).reshape(2, 3)[np.array([1]), np.array([2])].tolist() == [5]
+    assert t[np.int64(2)].item() == 2.0     # a NumPy scalar is still an integer index
+    s = t + np.ones(4)
+    assert isinstance(s, ember.Tensor) and s.dtype == ember.float64 and s.tolist() == [1., 2., 3., 4.]
+    assert (t * np.arange(4, dtype=np.float32)).tolist() == [0., 1., 4., 9.]
+    assert (t + np.float32(1)).dtype == ember.float32     # NumPy scalars stay numbers
+    u = ember.zeros(4)
+    u[np.array([1, 3])] = 5.0
+    assert u.tolist() == [0., 5., 0., 5.]
+
+
+def test_numpy_array_operand_matches_torch():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    for expr in ("lib.arange(4.) + np.ones(4)", "lib.arange(4.)[np.array([0, 1])]",
+                 "lib.arange(4) * np.arange(4, dtype=np.int16)"):
+        want = eval(expr, {"lib": torch, "np": np})
+        got = eval(expr, {"lib": ember, "np": np})
+        assert got.tolist() == want.tolist() and str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1], expr
+
+
+def test_set_num_threads_rejects_non_positive():
+    before = ember.get_num_threads()
+    for n in (0, -1):
+        with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+            ember.set_num_threads(n)
+    assert ember.get_num_threads() == before
+
+
+def test_negative_strides_copy_in_tensor_but_not_in_as_tensor():
+    import numpy as np
+    reversed_view = np.arange(4)[::-1]
+    assert ember.tensor(reversed_view).tolist() == [3, 2, 1, 0]    # ember.tensor copies
+    for fn in (ember.as_tensor, ember.from_numpy):
+        with pytest.raises(ValueError, match="At least one stride in the given numpy array is negative"):
+            fn(reversed_view)
+    shared = np.arange(4)
+    ember.as_tensor(shared)[0] = 7                                  # as_tensor shares memory
+    assert shared[0] == 7
+
+
 def test_promoting_ops_accept_any_dtype():
     # sqrt/exp/sigmoid compute integer and bool inputs in the default float dtype.
     for fn in (ember.sqrt, ember.exp, ember.sigmoid, ember.sin):
@@ -313,15 +426,6 @@ def test_empty_reduction_without_dim():
 
 
 # ---------------------------------------------------------------- nothing crashes
-
-def run_isolated(code, timeout=120):
-    """Runs `code` in a fresh interpreter, so a crash (a signal) fails one test, not the run."""
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.abspath(ember.__file__))
-    env["PYTHONPATH"] = os.path.dirname(here) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
 
 def test_empty_tensor_reductions_do_not_crash():
     p = run_isolated("""

@@ -117,7 +117,7 @@ def test_sub_with_bool_raises():
     i = ember.tensor([1, 1])
     for f in (lambda: b - b, lambda: b - i, lambda: i - b, lambda: ember.tensor([1.0, 2.0]) - b,
               lambda: b - 1, lambda: 1 - b, lambda: b - True, lambda: ember.sub(i, b)):
-        with pytest.raises(RuntimeError, match="bool"):
+        with pytest.raises(RuntimeError, match="(?i)bool"):
             f()
 
 

@@ -224,7 +224,7 @@ def test_argmax_defaults_and_zero_dim():
 
 
 def test_argmax_flat_empty_raises():
-    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified for input.numel\\(\\) == 0"):
+    with pytest.raises(IndexError, match="Expected reduction dim to be specified for input.numel\\(\\) == 0"):
         ember.argmax(tensor(np.zeros((0, 2)), "float32"))
 
 

@@ -114,8 +114,8 @@ def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor, sharing memory when it already is one (or a NumPy array) of that dtype."""
     if isinstance(data, Tensor):
         t = data
-    elif isinstance(data, np.ndarray) and data.dtype in _NP_TO_EMBER and all(s >= 0 for s in data.strides):
-        t = from_numpy(data)
+    elif isinstance(data, np.ndarray) and data.dtype in _NP_TO_EMBER:
+        t = from_numpy(data)  # as PyTorch: shares memory, so negative strides raise ValueError
     else:
         return tensor(data, dtype=dtype, device=device)
     if dtype is not None and t.dtype != dtype:
@@ -174,10 +174,12 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
+    _check_input("is_floating_point", input)
     return input.dtype.is_floating_point
 
 
 def numel(input):
+    _check_input("numel", input)
     return input.numel()
 
 

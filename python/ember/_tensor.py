@@ -1,5 +1,6 @@
 """The Python-level part of ember.Tensor: conversions, printing, autograd entry."""
 import copy
+import numbers
 
 import numpy as np
 
@@ -18,7 +19,9 @@ class _ArrayView:
         item = t.element_size()
         self.__array_interface__ = {
             "shape": tuple(t.shape), "typestr": dt.str, "version": 3,
-            "data": (t.data_ptr(), False), "strides": tuple(s * item for s in t.stride()),
+            "data": (t.data_ptr(), False),
+            # A one-element dim never steps; its stride (from a slice step past the end) may not fit in bytes.
+            "strides": tuple(s * item if n > 1 or abs(s * item) < 2**63 else 0 for s, n in zip(t.stride(), t.shape)),
         }
 
 
@@ -77,6 +80,9 @@ def __format__(self, spec):
 
 
 def __contains__(self, element):
+    if not isinstance(element, (Tensor, numbers.Number)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
     return bool((self == element).any().item())
 
 
@@ -97,6 +103,8 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 def type_as(self, other):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     return self.to(other.dtype)
 
 

@@ -152,8 +152,14 @@ int parse_args(const char* name, const OverloadSpec* overloads, int n, PyObject*
 
 bool is_number(PyObject* o) {
   if (is_tensor(o)) return false;
-  return PyLong_Check(o) || PyFloat_Check(o) || PyBool_Check(o) || PyIndex_Check(o) ||
-         (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PySequence_Check(o));
+  // Arrays implement __index__/__float__ too, but they are not numbers.
+  return PyLong_Check(o) || PyFloat_Check(o) || PyBool_Check(o) ||
+         ((PyIndex_Check(o) || (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float)) &&
+          !PySequence_Check(o));
+}
+
+bool is_ndarray(PyObject* o) {
+  return !is_tensor(o) && PySequence_Check(o) && PyObject_HasAttrString(o, "__array_interface__");
 }
 
 static Scalar number_to_scalar(PyObject* o) {

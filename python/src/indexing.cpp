@@ -10,15 +10,19 @@ namespace ember::python {
 
 PyObject* g_index_tensor_from = nullptr;  // ember.tensor, for list indices
 
+Tensor tensor_from_data(PyObject* data) {
+  PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, data);
+  if (!obj) throw PythonError{};
+  Tensor t = tensor_of(obj);
+  Py_DECREF(obj);
+  return t;
+}
+
 namespace {
 
-// Owns a new reference for the scope.
-struct OwnedRef {
-  PyObject* o;
-  ~OwnedRef() { Py_XDECREF(o); }
-};
-
-bool is_index_int(PyObject* o) { return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || PyIndex_Check(o)); }
+bool is_index_int(PyObject* o) {
+  return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PySequence_Check(o)));
+}
 
 struct Indexed {
   Tensor view;              // after ints, slices, None, ...
@@ -93,11 +97,8 @@ Indexed apply_index(const Tensor& self, PyObject* index) {
       Tensor t;
       if (is_tensor(it)) {
         t = tensor_of(it);
-      } else if (PyList_Check(it) || PyTuple_Check(it) || PyBool_Check(it)) {
-        PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, it);
-        if (!obj) throw PythonError{};
-        t = tensor_of(obj);
-        Py_DECREF(obj);
+      } else if (PyList_Check(it) || PyTuple_Check(it) || PyBool_Check(it) || is_ndarray(it)) {
+        t = tensor_from_data(it);
       } else {
         EMBER_FAIL(Index, "only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
                    "valid indices (got ", Py_TYPE(it)->tp_name, ")");
@@ -175,10 +176,7 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
       Scalar v = arg_scalar(value);
       run_op(work_of(r.view), [&] { ember::fill_(r.view, v); });
     } else {
-      PyObject* obj = PyObject_CallOneArg(g_index_tensor_from, value);
-      if (!obj) return -1;
-      OwnedRef owned{obj};
-      const Tensor& v = tensor_of(obj);
+      Tensor v = tensor_from_data(value);
       run_op(work_of(r.view), [&] { ember::copy_(r.view, v, false); });
     }
     return 0;

@@ -118,6 +118,9 @@ Device arg_device(PyObject* o);
 std::optional<Device> arg_opt_device(PyObject* o);
 Generator* arg_generator(PyObject* o);
 bool is_number(PyObject* o);
+// A NumPy array (not a NumPy scalar): converted like ember.tensor(data) where PyTorch accepts one.
+bool is_ndarray(PyObject* o);
+Tensor tensor_from_data(PyObject* data);
 
 // ---------------------------------------------------------------- the GIL
 // Elements an op's arguments hold: its work estimate for releasing the GIL.

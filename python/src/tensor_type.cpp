@@ -307,6 +307,7 @@ PyMethodDef hand_written_methods[] = {
 bool operand(PyObject* o, Tensor& out) {
   if (is_tensor(o)) { out = tensor_of(o); return true; }
   if (is_number(o)) { out = wrap_number(arg_scalar(o)); return true; }
+  if (is_ndarray(o)) { out = tensor_from_data(o); return true; }  // as PyTorch: t + np.ones(4)
   return false;
 }
 

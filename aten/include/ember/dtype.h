@@ -61,6 +61,11 @@ inline bool is_integral(ScalarType t, bool include_bool) {
 const char* dtype_name(ScalarType t);
 // Names as PyTorch prints them in error messages ("Float", "Long").
 const char* dtype_title(ScalarType t);
+// An op called on a dtype it has no kernel for: NotImplementedError, worded as PyTorch's
+// `"add" not implemented for 'Bool'`.
+[[noreturn]] inline void fail_dtype_not_implemented(const char* op, ScalarType t) {
+  EMBER_FAIL(NotImplemented, "\"", op, "\" not implemented for '", dtype_title(t), "'");
+}
 ScalarType promote_types(ScalarType a, ScalarType b);
 // Whether a value computed in `from` may be written to a tensor of `to` (in-place, out=).
 bool can_cast(ScalarType from, ScalarType to);
@@ -93,7 +98,7 @@ void visit_floating(ScalarType t, const char* op, F&& f) {
     case ScalarType::BFloat16: return f.template operator()<BFloat16>();
     case ScalarType::Float32: return f.template operator()<float>();
     case ScalarType::Float64: return f.template operator()<double>();
-    default: EMBER_FAIL(Runtime, op, ": \"", op, "\" not implemented for '", dtype_title(t), "'");
+    default: fail_dtype_not_implemented(op, t);
   }
 }
 

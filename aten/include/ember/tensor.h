@@ -2,6 +2,7 @@
 // TensorImpl: a strided view of a storage, with an optional autograd record.
 #include <memory>
 #include <vector>
+#include "ember/checked_math.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/scalar.h"
@@ -79,8 +80,14 @@ class Tensor {
 using TensorList = std::vector<Tensor>;
 
 // Construction helpers (the rest of the API is generated from ops.yaml).
+// Row-major strides; RuntimeError "Stride calculation overflowed" when they do not fit in int64.
 DimVector contiguous_strides(const DimVector& sizes);
+// The product of `sizes`; RuntimeError "numel: integer multiplication overflow" beyond int64.
 int64_t compute_numel(const DimVector& sizes);
+// Bytes a contiguous tensor (or one with `strides`) of `sizes` needs; RuntimeError
+// "Storage size calculation overflowed with sizes=[...]" beyond int64, as in PyTorch.
+size_t storage_nbytes(const DimVector& sizes, size_t itemsize);
+size_t storage_nbytes_strided(const DimVector& sizes, const DimVector& strides, size_t itemsize);
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device = Device());
 Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device);
 // A tensor sharing `base`'s storage with new geometry (autograd is the caller's job).

@@ -62,6 +62,12 @@ Tensor on_device(const Tensor& t, Device dev) {
   return ember::to_device(t, dev, std::nullopt, false, false);
 }
 
+// arange's element count from a double, refused unless it fits in int64 (2**63 does not).
+int64_t arange_size(double size_d) {
+  EMBER_CHECK(size_d >= 0 && size_d < 0x1p63, Runtime, "invalid size, possible overflow?");
+  return (int64_t)size_d;
+}
+
 // out[i] = f(i) over a contiguous buffer, in parallel for large sizes.
 template <typename T, typename F>
 void fill_indexed(T* out, int64_t n, F&& f) {
@@ -147,7 +153,7 @@ Tensor arange(const Scalar& start_in, const std::optional<Scalar>& end_in, const
   const bool all_integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
   const ScalarType dt = dtype.value_or(all_integral ? ScalarType::Int64 : default_dtype());
   Device dev = resolve_device(device, "arange");
-  EMBER_CHECK(dt != ScalarType::Bool, Runtime, "\"arange_cpu\" not implemented for 'Bool'");
+  if (dt == ScalarType::Bool) fail_dtype_not_implemented("arange_cpu", dt);
   int64_t size = 0;
   if (is_integral(dt, false)) {
     // Integral results step in int64, with the bounds truncated.
@@ -156,15 +162,21 @@ Tensor arange(const Scalar& start_in, const std::optional<Scalar>& end_in, const
     EMBER_CHECK((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs), Runtime,
                 "upper bound and larger bound inconsistent with step sign");
     if (dt == ScalarType::Int64) {
-      const int64_t sgn = (xst > 0) - (xst < 0);
-      size = (xe - xs + xst - sgn) / xst;
+      // In 128 bits: end - start + step overflows int64 for bounds near its limits.
+      const __int128 sgn = (xst > 0) - (xst < 0);
+      const __int128 size_wide = ((__int128)xe - xs + xst - sgn) / xst;
+      EMBER_CHECK(size_wide <= std::numeric_limits<int64_t>::max(), Runtime, "invalid size, possible overflow?");
+      size = (int64_t)size_wide;
     } else {
-      size = (int64_t)std::ceil((end.to_double() - start.to_double()) / step.to_double());
+      size = arange_size(std::ceil((end.to_double() - start.to_double()) / step.to_double()));
     }
     Tensor t = empty_tensor(DimVector{size}, dt, Device());
     visit_dtype(dt, [&]<typename T>() {
       if constexpr (std::is_integral_v<T>)
-        fill_indexed(t.data<T>(), size, [&](int64_t i) { return (T)(xs + xst * i); });
+        fill_indexed(t.data<T>(), size, [&](int64_t i) {
+          // Unsigned: step * i may pass int64's range on the way to an in-range value.
+          return (T)(int64_t)((uint64_t)xs + (uint64_t)xst * (uint64_t)i);
+        });
     });
     return on_device(t, dev);
   }
@@ -173,10 +185,7 @@ Tensor arange(const Scalar& start_in, const std::optional<Scalar>& end_in, const
   EMBER_CHECK(std::isfinite(xs) && std::isfinite(xe), Runtime, "unsupported range: ", xs, " -> ", xe);
   EMBER_CHECK((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs), Runtime,
               "upper bound and larger bound inconsistent with step sign");
-  const double size_d = std::ceil((xe - xs) / xst);
-  EMBER_CHECK(size_d >= 0 && size_d <= (double)std::numeric_limits<int64_t>::max(), Runtime,
-              "invalid size, possible overflow?");
-  size = (int64_t)size_d;
+  size = arange_size(std::ceil((xe - xs) / xst));
   Tensor t = empty_tensor(DimVector{size}, dt, Device());
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (!std::is_integral_v<T>)
@@ -191,7 +200,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
   EMBER_CHECK(steps >= 0, Runtime, "number of steps must be non-negative");
   const ScalarType dt = dtype.value_or(default_dtype());
   Device dev = resolve_device(device, "linspace");
-  EMBER_CHECK(dt != ScalarType::Bool, Runtime, "\"linspace_cpu\" not implemented for 'Bool'");
+  if (dt == ScalarType::Bool) fail_dtype_not_implemented("linspace_cpu", dt);
   Tensor t = empty_tensor(DimVector{steps}, dt, Device());
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) {
@@ -229,6 +238,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, std::optional<ScalarType> dt
   EMBER_CHECK(m >= 0, Runtime, "m must be greater or equal to 0, got ", m);
   const ScalarType dt = dtype.value_or(default_dtype());
   Device dev = resolve_device(device, "eye");
+  compute_numel(DimVector{n, m});  // PyTorch sizes eye's result first: "numel: integer multiplication overflow"
   Tensor t = empty_tensor(DimVector{n, m}, dt, Device());
   fill_fresh(t, Scalar(int64_t(0)));
   visit_dtype(dt, [&]<typename T>() {
@@ -243,7 +253,7 @@ Tensor rand(const IntList& size, Generator* generator, std::optional<ScalarType>
             bool requires_grad) {
   (void)requires_grad;
   const ScalarType dt = dtype.value_or(default_dtype());
-  EMBER_CHECK(is_floating(dt), Runtime, "rand(): \"check_uniform_bounds\" not implemented for '", dtype_title(dt), "'");
+  if (!is_floating(dt)) fail_dtype_not_implemented("check_uniform_bounds", dt);
   Tensor t = empty_tensor(size, dt, resolve_device(device, "rand"));
   random_fill(t, generator, "rand", random::RandomKind::Uniform);
   return t;
@@ -253,7 +263,7 @@ Tensor randn(const IntList& size, Generator* generator, std::optional<ScalarType
              std::optional<Device> device, bool requires_grad) {
   (void)requires_grad;
   const ScalarType dt = dtype.value_or(default_dtype());
-  EMBER_CHECK(is_floating(dt), Runtime, "randn(): \"normal_kernel_cpu\" not implemented for '", dtype_title(dt), "'");
+  if (!is_floating(dt)) fail_dtype_not_implemented("normal_kernel_cpu", dt);
   Tensor t = empty_tensor(size, dt, resolve_device(device, "randn"));
   random_fill(t, generator, "randn", random::RandomKind::Normal);
   return t;

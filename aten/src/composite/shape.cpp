@@ -157,7 +157,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
                   ". Expected size ", first.sizes()[k], " but got size ", t.sizes()[k], " for tensor number ", i,
                   " in the list.");
     }
-    total += t.sizes()[d];
+    total = checked_add(total, t.sizes()[d], "cat(): the size of the result");
   }
   out_shape[d] = total;
   Tensor result = empty_tensor(out_shape, dtype, device);
@@ -225,7 +225,7 @@ TensorList split(const Tensor& self, int64_t split_size, int64_t dim) {
   EMBER_CHECK(split_size > 0 || dim_size == 0, Runtime,
               "split_size can only be 0 if dimension size is 0, but got dimension size of ", dim_size);
   int64_t num_splits = 1;
-  if (split_size != 0) num_splits = std::max<int64_t>((dim_size + split_size - 1) / split_size, 1);
+  if (split_size != 0) num_splits = std::max<int64_t>(ceil_div_nonneg(dim_size, split_size), 1);
   const int64_t last = split_size - (split_size * num_splits - dim_size);
   TensorList out;
   out.reserve(num_splits);
@@ -239,12 +239,13 @@ TensorList split_sizes(const Tensor& self, const IntList& split_size, int64_t di
   const int64_t d = wrap_dim(dim, self.dim(), "split_with_sizes");
   const int64_t dim_size = self.sizes()[d];
   int64_t sum = 0;
+  bool overflow = false;
   for (int64_t s : split_size) {
     EMBER_CHECK(s >= 0, Runtime, "split_with_sizes expects split_sizes have only non-negative entries, but got "
                 "split_sizes=", split_size);
-    sum += s;
+    overflow |= add_overflows(sum, s, &sum);
   }
-  EMBER_CHECK(sum == dim_size, Runtime, "split_with_sizes expects split_sizes to sum exactly to ", dim_size,
+  EMBER_CHECK(!overflow && sum == dim_size, Runtime, "split_with_sizes expects split_sizes to sum exactly to ", dim_size,
               " (input tensor's size at dimension ", d, "), but got split_sizes=", split_size);
   TensorList out;
   out.reserve(split_size.size());
@@ -261,7 +262,7 @@ TensorList chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   EMBER_CHECK(chunks > 0, Runtime, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   const int64_t d = wrap_dim(dim, self.dim(), "chunk");
   const int64_t dim_size = self.sizes()[d];
-  const int64_t split_size = (dim_size + chunks - 1) / chunks;
+  const int64_t split_size = ceil_div_nonneg(dim_size, chunks);
   if (split_size == 0 && dim_size == 0) {
     // Keep `chunks` empty pieces, as PyTorch does.
     IntList sizes(chunks, split_size);

@@ -14,14 +14,20 @@ DimVector infer_view_size(const IntList& shape, int64_t numel) {
   DimVector res(shape);
   int64_t newsize = 1;
   int64_t infer_dim = -1;
+  bool overflow = false;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
       EMBER_CHECK(infer_dim < 0, Runtime, "only one dimension can be inferred");
       infer_dim = (int64_t)d;
     } else {
       EMBER_CHECK(shape[d] >= 0, Runtime, "invalid shape dimension ", shape[d]);
-      newsize *= shape[d];
+      overflow |= mul_overflows(newsize, shape[d], &newsize);
     }
+  }
+  if (overflow) {
+    // A product past int64 never matches a real numel; on 0 elements PyTorch names the overflow.
+    EMBER_CHECK(numel != 0, Runtime, "numel: integer multiplication overflow");
+    EMBER_FAIL(Runtime, "shape '", shape, "' is invalid for input of size ", numel);
   }
   if (numel == newsize || (infer_dim >= 0 && newsize > 0 && numel % newsize == 0)) {
     if (infer_dim >= 0) {
@@ -163,7 +169,9 @@ Tensor expand(const Tensor& self, const IntList& size) {
     int64_t offset = ndim - 1 - i;
     int64_t d = tensor_dim - 1 - offset;
     int64_t sz = d >= 0 ? self.sizes()[d] : 1;
-    int64_t st = d >= 0 ? self.strides()[d] : (i + 1 < ndim ? sizes[i + 1] * strides[i + 1] : 1);
+    int64_t st = 1;
+    if (d >= 0) st = self.strides()[d];
+    else if (i + 1 < ndim) mul_overflows(sizes[i + 1], strides[i + 1], &st);  // kept only by a size-1 dim, which never steps
     int64_t target = size[i];
     if (target == -1) {
       EMBER_CHECK(d >= 0, Runtime, "The expanded size of the tensor (", target,
@@ -216,8 +224,10 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   else if (e >= size) e = size;
   DimVector sizes = self.sizes(), strides = self.strides();
   int64_t offset = self.offset() + s * strides[d];
-  sizes[d] = (e - s + step - 1) / step;
-  strides[d] *= step;
+  sizes[d] = ceil_div_nonneg(e - s, step);
+  // stride * step passes int64 only for a step beyond the end, leaving one element that never steps.
+  int64_t stepped;
+  if (!mul_overflows(strides[d], step, &stepped)) strides[d] = stepped;
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 

@@ -43,7 +43,11 @@ class CachingCpuAllocator final : public Allocator {
     void* p = nullptr;
     if (posix_memalign(&p, 4096, rounded) != 0) {
       empty_cache();
-      if (posix_memalign(&p, 4096, rounded) != 0) oom(nbytes);
+      if (posix_memalign(&p, 4096, rounded) != 0) {
+        std::lock_guard<std::mutex> g(mutex_);
+        allocated_ -= rounded;
+        oom(nbytes);
+      }
     }
     madvise(p, rounded, MADV_HUGEPAGE);
     return {p, reinterpret_cast<void*>(rounded), &free_large};
@@ -70,8 +74,10 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
+  // PyTorch's message, so scripts that catch it by text keep working.
   [[noreturn]] static void oom(size_t n) {
-    EMBER_FAIL(Runtime, "CPU out of memory: failed to allocate ", n, " bytes");
+    EMBER_FAIL(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
+               " bytes. Error code 12 (Cannot allocate memory)");
   }
   static void free_small(void*, void* p) { std::free(p); }
   static void free_large(void* ctx, void* p);

@@ -94,7 +94,7 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
   if (cfg.promote == Promote::Float && is_integral(common, true)) compute = default_dtype();
   ScalarType out_dtype = cfg.promote == Promote::Bool ? ScalarType::Bool : compute;
   if (!std::count(cfg.dtypes, cfg.dtypes + cfg.num_dtypes, compute))
-    EMBER_FAIL(Runtime, cfg.op, ": not implemented for dtype ", dtype_name(compute));
+    fail_dtype_not_implemented(cfg.op, compute);
 
   // shape
   DimVector shape;

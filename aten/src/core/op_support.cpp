@@ -29,7 +29,7 @@ void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::ini
   for (const Tensor* t : tensors) {
     if (!t->defined()) continue;
     ScalarType dt = as.value_or(t->dtype());
-    EMBER_CHECK(std::count(dtypes, dtypes + n, dt), Runtime, op, ": not implemented for dtype ", dtype_name(dt));
+    if (!std::count(dtypes, dtypes + n, dt)) fail_dtype_not_implemented(op, dt);
     break;
   }
 }
@@ -138,10 +138,9 @@ void set_factory_requires_grad(const Tensor& t, const char* op) {
 
 void resize_(const Tensor& t, const DimVector& sizes) {
   TensorImpl* impl = t.impl();
-  int64_t n = compute_numel(sizes);
-  size_t need = (size_t)(impl->offset + n) * itemsize(impl->dtype);
-  if (need > impl->storage->nbytes) {
-    impl->storage = new_storage((size_t)n * itemsize(impl->dtype), impl->device());
+  const size_t nbytes = storage_nbytes(sizes, itemsize(impl->dtype));
+  if (impl->offset * itemsize(impl->dtype) + nbytes > impl->storage->nbytes) {
+    impl->storage = new_storage(nbytes, impl->device());
     impl->offset = 0;
   }
   impl->sizes = sizes;
@@ -170,8 +169,7 @@ Device first_device(const TensorList& ts, const char* op) {
 
 SoftmaxArgs softmax_args(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
   Tensor input = dtype.has_value() && *dtype != self.dtype() ? ember::to_dtype(self, *dtype, false, false) : self;
-  EMBER_CHECK(is_floating(input.dtype()), Runtime, op, ": \"", op, "\" not implemented for '",
-              dtype_title(input.dtype()), "'");
+  if (!is_floating(input.dtype())) fail_dtype_not_implemented(op, input.dtype());
   const int64_t d = wrap_dim(dim, std::max<int64_t>(input.dim(), 1), op);
   Tensor output = empty_tensor(input.sizes(), input.dtype(), input.device());
   return {input, output, d};

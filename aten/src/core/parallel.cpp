@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "ember/errors.h"
+
 namespace ember {
 
 // Read by ops running on several Python threads at once (the GIL is released around them).
@@ -17,7 +19,7 @@ int get_num_threads() {
 }
 
 void set_num_threads(int n) {
-  n = n > 0 ? n : 1;
+  EMBER_CHECK(n > 0, Runtime, "set_num_threads expects a positive integer");
   g_num_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
 }

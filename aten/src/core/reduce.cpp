@@ -29,7 +29,7 @@ ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const st
   r.keepdim = keepdim;
   r.out = out;
   ScalarType src = self.dtype();
-  EMBER_CHECK(std::count(dtypes, dtypes + n, src), Runtime, op, ": not implemented for dtype ", dtype_name(src));
+  if (!std::count(dtypes, dtypes + n, src)) fail_dtype_not_implemented(op, src);
   if (dtype) r.result_dtype = *dtype;
   else if (rule == ReduceResult::Bool) r.result_dtype = ScalarType::Bool;
   else if (rule == ReduceResult::LongForIntegral && is_integral(src, true)) r.result_dtype = ScalarType::Int64;

@@ -83,37 +83,85 @@ std::shared_ptr<Node> Tensor::grad_fn() const { return impl_->autograd ? impl_->
 bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
 uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
 
+int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  EMBER_CHECK(!mul_overflows(a, b, &r), Runtime, what, " overflowed");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  EMBER_CHECK(!add_overflows(a, b, &r), Runtime, what, " overflowed");
+  return r;
+}
+
 DimVector contiguous_strides(const DimVector& sizes) {
   DimVector st(sizes.size());
   int64_t s = 1;
   for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
     st[d] = s;
-    s *= std::max<int64_t>(sizes[d], 1);
+    if (d > 0) s = checked_mul(s, std::max<int64_t>(sizes[d], 1), "Stride calculation");
   }
   return st;
 }
 
-int64_t compute_numel(const DimVector& sizes) {
+namespace {
+
+// The product of `sizes` into *out; true when a partial product passed int64. Sticky, as
+// in PyTorch: such a shape is refused even when a later size is 0.
+bool product_overflows(const DimVector& sizes, int64_t* out) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) overflow |= mul_overflows(n, s, &n);
+  *out = n;
+  return overflow;
+}
+
+void check_nonnegative(const DimVector& sizes) {
+  for (int64_t s : sizes)
+    EMBER_CHECK(s >= 0, Runtime, "Trying to create tensor with negative dimension ", s, ": ", sizes);
+}
+
+}  // namespace
+
+int64_t compute_numel(const DimVector& sizes) {
+  int64_t n;
+  EMBER_CHECK(!product_overflows(sizes, &n), Runtime, "numel: integer multiplication overflow");
   return n;
 }
 
+size_t storage_nbytes(const DimVector& sizes, size_t itemsize) {
+  int64_t n;
+  bool overflow = product_overflows(sizes, &n);
+  overflow |= mul_overflows(n, (int64_t)itemsize, &n);
+  EMBER_CHECK(!overflow, Runtime, "Storage size calculation overflowed with sizes=", sizes);
+  return (size_t)n;
+}
+
+size_t storage_nbytes_strided(const DimVector& sizes, const DimVector& strides, size_t itemsize) {
+  // Bytes up to the furthest element: itemsize * (1 + sum((size - 1) * stride)).
+  int64_t extent = 1;
+  bool overflow = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    int64_t span;
+    overflow |= mul_overflows(sizes[d] - 1, strides[d], &span);
+    overflow |= add_overflows(extent, span, &extent);
+  }
+  overflow |= mul_overflows(extent, (int64_t)itemsize, &extent);
+  EMBER_CHECK(!overflow, Runtime, "Storage size calculation overflowed with sizes=", sizes, " and strides=", strides);
+  return (size_t)extent;
+}
+
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
-  for (int64_t s : sizes)
-    EMBER_CHECK(s >= 0, Runtime, "Trying to create tensor with negative dimension ", s, ": ", sizes);
-  int64_t n = compute_numel(sizes);
-  auto storage = new_storage((size_t)n * itemsize(dtype), device);
+  check_nonnegative(sizes);
+  auto storage = new_storage(storage_nbytes(sizes, itemsize(dtype)), device);
   return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, contiguous_strides(sizes), 0, dtype));
 }
 
 Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
-  int64_t extent = 1;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) { extent = 0; break; }
-    extent += (sizes[d] - 1) * strides[d];
-  }
-  auto storage = new_storage((size_t)extent * itemsize(dtype), device);
+  check_nonnegative(sizes);
+  auto storage = new_storage(storage_nbytes_strided(sizes, strides, itemsize(dtype)), device);
   return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, strides, 0, dtype));
 }
 

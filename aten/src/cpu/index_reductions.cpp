@@ -298,7 +298,7 @@ Tensor arg_extreme(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
     reduce_dim<E>(self, d, Tensor(), indices);
     return indices;
   }
-  EMBER_CHECK(self.numel() != 0, Runtime, op,
+  EMBER_CHECK(self.numel() != 0, Index, op,
               "(): Expected reduction dim to be specified for input.numel() == 0.");
   DimVector sizes = keepdim ? DimVector((size_t)self.dim(), 1) : DimVector{};
   Tensor indices = empty_tensor(sizes, ScalarType::Int64, self.device());

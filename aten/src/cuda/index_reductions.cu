@@ -131,7 +131,7 @@ Tensor arg_extreme(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
     reduce_along<E>(as_line(self), self.dim() == 0 ? 0 : d, Tensor(), indices, op);
     return indices;
   }
-  EMBER_CHECK(self.numel() != 0, Runtime, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
+  EMBER_CHECK(self.numel() != 0, Index, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
   // The flat index is in row-major order: reduce a contiguous copy as one line.
   const DimVector sizes = keepdim ? DimVector((size_t)self.dim(), 1) : DimVector{};
   Tensor indices = empty_tensor(sizes, ScalarType::Int64, self.device());
