@@ -29,7 +29,7 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
 # aborts): any file there fails the run, children's reports included.
 reports="$build/sanitizer-reports"
 rm -rf "$reports" && mkdir -p "$reports"
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0:log_path=$reports/asan"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=3072:detect_stack_use_after_return=0:log_path=$reports/asan"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
 status=0
 PYTHONPATH="$build/pkg" python3 -m pytest "${present[@]}" -q -p no:cacheprovider "$@" || status=$?

@@ -20,6 +20,12 @@ Tensor tensor_from_data(PyObject* data) {
 
 namespace {
 
+// Owns a new reference for the scope.
+struct OwnedRef {
+  PyObject* o;
+  ~OwnedRef() { Py_XDECREF(o); }
+};
+
 bool is_index_int(PyObject* o) {
   return !is_tensor(o) && !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PySequence_Check(o)));
 }
