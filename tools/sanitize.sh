@@ -24,7 +24,8 @@ cd "$root"
 # The tests' children inherit the preload; EMBER_SANITIZED tells tests not to
 # cap address space (ASan reserves terabytes of shadow memory).
 export EMBER_SANITIZED=1
-export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+# libstdc++ too: ASan must find the real __cxa_throw when it starts (python does not link it).
+export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
 # Reports go to files (pytest's capture would swallow them when a process
 # aborts): any file there fails the run, children's reports included.
 reports="$build/sanitizer-reports"
