@@ -7,6 +7,7 @@ them into C++: one for scalar kernels, one for tensor formulas.
 import ast
 
 BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.Mod: "%"}
+WRAPPING = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
 COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 # Functions of the scalar language: name -> arity (see aten/include/ember/math.h).
@@ -90,6 +91,8 @@ def scalar_cpp(tree, names):
                 return f"math::pow(M({a}), M({b}))"
             if isinstance(n.op, ast.Mod):
                 return f"math::remainder(M({a}), M({b}))"
+            if isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):  # integers wrap, as in PyTorch
+                return f"math::wrapping_{WRAPPING[type(n.op)]}({a}, {b})"
             return f"({a} {BINARY[type(n.op)]} {b})"
         if isinstance(n, ast.BoolOp):
             op = " && " if isinstance(n.op, ast.And) else " || "

@@ -50,6 +50,28 @@ template <typename T> EMBER_HD inline T ceil(T x) { if constexpr (is_float_v<T>)
 template <typename T> EMBER_HD inline T trunc(T x) { if constexpr (is_float_v<T>) return std::trunc(x); else return x; }
 template <typename T> EMBER_HD inline T round(T x) { if constexpr (is_float_v<T>) return std::nearbyint(x); else return x; }
 
+// + - * of the scalar language: on signed integers they wrap around (two's
+// complement), as PyTorch's kernels do; in C++ signed overflow is undefined.
+template <typename A, typename B>
+using arith_t = decltype(A() + B());
+template <typename R>
+constexpr bool wraps_v = std::is_integral_v<R> && std::is_signed_v<R>;
+template <typename A, typename B> EMBER_HD inline arith_t<A, B> wrapping_add(A a, B b) {
+  using R = arith_t<A, B>;
+  if constexpr (wraps_v<R>) return R(std::make_unsigned_t<R>(R(a)) + std::make_unsigned_t<R>(R(b)));
+  else return a + b;
+}
+template <typename A, typename B> EMBER_HD inline arith_t<A, B> wrapping_sub(A a, B b) {
+  using R = arith_t<A, B>;
+  if constexpr (wraps_v<R>) return R(std::make_unsigned_t<R>(R(a)) - std::make_unsigned_t<R>(R(b)));
+  else return a - b;
+}
+template <typename A, typename B> EMBER_HD inline arith_t<A, B> wrapping_mul(A a, B b) {
+  using R = arith_t<A, B>;
+  if constexpr (wraps_v<R>) return R(std::make_unsigned_t<R>(R(a)) * std::make_unsigned_t<R>(R(b)));
+  else return a * b;
+}
+
 template <typename T> EMBER_HD inline T abs(T x) {
   if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return x;
   else if constexpr (is_float_v<T>) return std::fabs(x);
