@@ -3,6 +3,7 @@
 // against generated specs, conversions, and C++ -> Python exception mapping.
 #include <Python.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -124,10 +125,12 @@ Tensor tensor_from_data(PyObject* data);
 
 // ---------------------------------------------------------------- the GIL
 // Elements an op's arguments hold: its work estimate for releasing the GIL.
-inline int64_t work_of(const Tensor& t) { return t.defined() ? t.numel() : 0; }
+// Capped at 2^56, so that the bindings may add up many estimates without overflow.
+constexpr int64_t kWorkCap = int64_t(1) << 56;
+inline int64_t work_of(const Tensor& t) { return t.defined() ? std::min(t.numel(), kWorkCap) : 0; }
 inline int64_t work_of(const TensorList& ts) {
   int64_t n = 0;
-  for (const Tensor& t : ts) n += work_of(t);
+  for (const Tensor& t : ts) n = std::min(n + work_of(t), kWorkCap);
   return n;
 }
 // A factory's work: the elements it makes (saturating; a bad size fails in the op).
@@ -135,7 +138,7 @@ inline int64_t work_of_size(const IntList& size) {
   int64_t n = 1;
   for (int64_t s : size) {
     if (s <= 0) return 0;
-    if (__builtin_mul_overflow(n, s, &n)) return INT64_MAX;
+    if (__builtin_mul_overflow(n, s, &n)) return kWorkCap;
   }
   return n;
 }
