@@ -30,5 +30,9 @@ struct ReduceIterator {
 
 // Wraps and deduplicates reduction dims into a mask over `ndim` dims (all when nullopt).
 DimVector reduction_mask(const std::optional<IntList>& dims, int64_t ndim, const char* op);
+// `sizes` with the masked dims set to 1: the shape a reduction writes before squeezing.
+DimVector kept_sizes(const DimVector& sizes, const DimVector& mask);
+// A view of `t` without the masked dims (keepdim=False).
+Tensor drop_reduced_dims(const Tensor& t, const DimVector& mask);
 
 }  // namespace ember

@@ -17,6 +17,9 @@ constexpr int64_t kSmallBatchedProduct = int64_t(1) << 22;
 // Contiguous reductions: elements per block of 16 vector accumulators.
 constexpr int64_t kReduceBlock = 2048;
 constexpr int kReduceAccumulators = 16;
+// Where a pairwise sum of n > kReduceBlock elements splits: at a whole block
+// near the middle, so every leaf is one full block but the last.
+constexpr int64_t pairwise_split(int64_t n) { return (n / 2 + kReduceBlock - 1) / kReduceBlock * kReduceBlock; }
 // Python bindings run an op with the GIL released when its tensors hold at
 // least this many elements (a factory: when it makes that many), so other
 // Python threads run meanwhile; below it the release would cost more than it frees.

@@ -22,6 +22,23 @@ DimVector reduction_mask(const std::optional<IntList>& dims, int64_t ndim, const
   return mask;
 }
 
+DimVector kept_sizes(const DimVector& sizes, const DimVector& mask) {
+  DimVector kept = sizes;
+  for (size_t d = 0; d < kept.size(); ++d)
+    if (mask[d]) kept[d] = 1;
+  return kept;
+}
+
+Tensor drop_reduced_dims(const Tensor& t, const DimVector& mask) {
+  DimVector sizes, strides;
+  for (size_t d = 0; d < mask.size(); ++d) {
+    if (mask[d]) continue;
+    sizes.push_back(t.sizes()[d]);
+    strides.push_back(t.strides()[d]);
+  }
+  return make_view(t, sizes, strides, t.offset());
+}
+
 ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const std::optional<IntList>& dims,
                                     bool keepdim, std::optional<ScalarType> dtype, ReduceResult rule,
                                     const ScalarType* dtypes, int n, bool require_nonempty, const Tensor& out) {
@@ -52,24 +69,12 @@ ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const st
     r.input = empty_tensor(self.sizes(), compute, self.device());
     kernel_for(dispatch::copy_, self.device(), "copy_")(r.input, self, false);
   }
-  DimVector kept = self.sizes();
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (r.reduced[d]) kept[d] = 1;
-  r.output = empty_tensor(kept, compute, self.device());
+  r.output = empty_tensor(kept_sizes(self.sizes(), r.reduced), compute, self.device());
   return r;
 }
 
 Tensor ReduceIterator::finish() {
-  Tensor result = output;
-  if (!keepdim) {
-    DimVector sizes, strides;
-    for (size_t d = 0; d < reduced.size(); ++d) {
-      if (reduced[d]) continue;
-      sizes.push_back(output.sizes()[d]);
-      strides.push_back(output.strides()[d]);
-    }
-    result = make_view(output, sizes, strides, output.offset());
-  }
+  Tensor result = keepdim ? output : drop_reduced_dims(output, reduced);
   if (result.dtype() != result_dtype) {
     Tensor cast = empty_tensor(result.sizes(), result_dtype, result.device());
     kernel_for(dispatch::copy_, cast.device(), "copy_")(cast, result, false);

@@ -56,11 +56,8 @@ Tensor var_std_cpu(const Tensor& self, const std::optional<IntList>& dim, double
   const Tensor x = half ? ember::to_dtype(self, ScalarType::Float32) : self;
   const std::optional<IntList> dims = dim && dim->empty() ? std::nullopt : dim;
   const DimVector reduced = reduction_mask(dims, x.dim(), take_sqrt ? "std" : "var");
-  DimVector kept = x.sizes();
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (reduced[d]) kept[d] = 1;
   // Lays out the outputs for the iterator, then receives the float64 result.
-  Tensor result = empty_tensor(kept, ScalarType::Float64, x.device());
+  Tensor result = empty_tensor(kept_sizes(x.sizes(), reduced), ScalarType::Float64, x.device());
   const int64_t nout = result.numel();
   reduce_detail::Scratch<Welford> acc;
   acc.reserve(nout);
@@ -76,16 +73,7 @@ Tensor var_std_cpu(const Tensor& self, const std::optional<IntList>& dim, double
     const double v = acc.data()[i].m2 / std::max(0.0, acc.data()[i].n - correction);
     out[i] = take_sqrt ? std::sqrt(v) : v;
   }
-  if (!keepdim) {
-    DimVector sizes, strides;
-    for (int64_t d = 0; d < x.dim(); ++d) {
-      if (reduced[d]) continue;
-      sizes.push_back(result.size(d));
-      strides.push_back(result.stride(d));
-    }
-    result = make_view(result, sizes, strides, result.offset());
-  }
-  return ember::to_dtype(result, self.dtype());
+  return ember::to_dtype(keepdim ? result : drop_reduced_dims(result, reduced), self.dtype());
 }
 
 }  // namespace ember::cpu

@@ -42,9 +42,8 @@ inline C row_max(const C* __restrict x, int64_t n) {
 // grow with n; with Store, each exp is kept in y too.
 template <bool Store, typename C>
 C exp_sum(const C* x, C* y, int64_t n, C m) {
-  constexpr int64_t kBlock = thresholds::kReduceBlock;
-  if (n > kBlock) {
-    const int64_t half = (n / 2 + kBlock - 1) / kBlock * kBlock;
+  if (n > thresholds::kReduceBlock) {
+    const int64_t half = thresholds::pairwise_split(n);
     return exp_sum<Store>(x, y, half, m) + exp_sum<Store>(x + half, Store ? y + half : y, n - half, m);
   }
   C s = 0;

@@ -70,7 +70,7 @@ typename Ops::Acc horizontal(const Ops& ops, const char* in, int64_t stride, int
   constexpr int L = thresholds::kReduceAccumulators;
   constexpr int64_t kBlock = thresholds::kReduceBlock;
   if (n > kBlock) {
-    const int64_t half = (n / 2 + kBlock - 1) / kBlock * kBlock;
+    const int64_t half = thresholds::pairwise_split(n);
     return ops.merge(horizontal(ops, in, stride, half), horizontal(ops, in + half * stride, stride, n - half));
   }
   if constexpr (requires(const In* p) { ops.reduce.block(p, n); }) {
