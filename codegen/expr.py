@@ -14,7 +14,7 @@ COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 SCALAR_FUNCTIONS = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "erf": 1, "abs": 1, "sign": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "isnan": 1, "isinf": 1,
-    "pow": 2, "pow_scalar_exponent": 2, "maximum": 2, "minimum": 2, "floor_divide": 2, "trunc_divide": 2, "remainder": 2,
+    "pow": 2, "maximum": 2, "minimum": 2, "floor_divide": 2, "trunc_divide": 2, "remainder": 2,
     "where": 3, "clamp": 3, "clamp_mask": 3,
     "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "left_shift": 2, "right_shift": 2,
 }
@@ -112,8 +112,6 @@ def scalar_cpp(tree, names):
                 return f"(bool({args[0]}) ? M({args[1]}) : M({args[2]}))"
             if fn in ("clamp", "clamp_mask"):
                 return f"math::{fn}(M({args[0]}), {args[1]}, {args[2]})"
-            if fn == "pow_scalar_exponent":     # PyTorch's special cases depend on the element type
-                return f"math::pow_scalar_exponent<T>(M({args[0]}), M({args[1]}))"
             return f"math::{fn}(" + ", ".join(f"M({a})" for a in args) + ")"
         raise ExprError(f"unsupported expression {ast.dump(n)}")
 

@@ -172,6 +172,13 @@ class OpGen:
                 members.append(f"M {p.name};")
                 inits.append(f"checked_scalar<T, opmath_t<T>>({p.name})")
         in_types = ["bool" if i == bool_input else "T" for i in range(len(inputs))]
+        specials = [{
+            "functor": f"{self.cpp}_special{i}",
+            "text": case.scalar_text,
+            "body": expr.scalar_cpp(case.scalar, names),
+            "when": expr.scalar_cpp(case.when, {p.name: f"f.{p.name}" for p in self.scalar_params}),
+            "enums": [DTYPE_ENUM[d] for d in case.dtypes],
+        } for i, case in enumerate(op.special)]
         return {
             "promote": {"common": "Common", "float": "Float", "bool": "Bool"}[op.promote],
             "bool_input": bool_input,
@@ -180,6 +187,9 @@ class OpGen:
             "members": members,
             "inits": ", ".join(inits),
             "body": body,
+            "specials": specials,
+            "specials_of": {DTYPE_ENUM[d]: [sp for sp in specials if DTYPE_ENUM[d] in sp["enums"]] for d in op.dtypes},
+            "copy_members": ", ".join(f"f.{p.name}" for p in self.scalar_params),
             "input_ptrs": ", ".join(f"&{p.name}" for p in inputs),
             "promote_scalars": ", ".join(
                 (f"{p.name} ? &*{p.name} : nullptr" if p.type.optional else f"&{p.name}")

@@ -17,7 +17,9 @@ KINDS = ("pointwise", "reduction", "kernel", "view", "composite", "factory")
 PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
-           "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap"}
+           "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
+           "special"}
+SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
 
@@ -28,6 +30,15 @@ class Derivative:
     formulas: dict          # argument name -> ast.Expression
     formula_lines: dict     # argument name -> line
     text: dict              # argument name -> source text
+
+
+@dataclass
+class Special:
+    """A pointwise op's other body, chosen once per call when `when` (over its Scalar arguments) holds."""
+    when: object            # ast.Expression over Scalar argument names
+    scalar: object          # ast.Expression, as Op.scalar
+    scalar_text: str
+    dtypes: list            # the compute dtypes it applies to
 
 
 @dataclass
@@ -51,6 +62,7 @@ class Op:
     nonnegative: str = None  # an integer input that must not hold negative values (pow's exponent)
     require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
     allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
+    special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
     @property
@@ -193,8 +205,10 @@ def _parse_op(entry, sets, file):
             expr.scalar_cpp(op.scalar, {n: n for n in scalar_names})
         except expr.ExprError as e:
             raise SpecError(file, entry.line_of("scalar"), f"{sig.full_name}: {e}") from None
-    elif "scalar" in entry:
-        raise SpecError(file, entry.line_of("scalar"), f"{sig.full_name}: only pointwise ops take `scalar:`")
+        op.special = _specials(entry, op, sets, file)
+    elif "scalar" in entry or "special" in entry:
+        key = "scalar" if "scalar" in entry else "special"
+        raise SpecError(file, entry.line_of(key), f"{sig.full_name}: only pointwise ops take `{key}:`")
 
     if kind == "reduction":
         red = entry.get("reduce")
@@ -223,6 +237,38 @@ def _parse_op(entry, sets, file):
                 raise SpecError(file, entry.line_of("kernels"), f"{sig.full_name}: bad kernel name {kernels[dev]!r}")
         op.kernels = dict(kernels)
     return op
+
+
+def _specials(entry, op, sets, file):
+    """`special:` cases: [{when, scalar, dtypes}], tried in order before the op's own `scalar:`."""
+    cases = entry.get("special", [])
+    line = entry.line_of("special") if "special" in entry else op.line
+    name = op.full_name
+    if not isinstance(cases, list):
+        raise SpecError(file, line, f"{name}: special is a list of {{when, scalar, dtypes}}")
+    scalars = {p.name for p in op.sig.params if p.type.base == "Scalar" and not p.type.optional}
+    tensors = {p.name for p in op.sig.params if p.type.base == "Tensor"}
+    result = []
+    for case in cases:
+        case_line = getattr(case, "line", line)
+        if not isinstance(case, dict) or not {"when", "scalar"} <= set(case) or not set(case) <= SPECIAL_KEYS:
+            raise SpecError(file, case_line, f"{name}: each special case is {{when, scalar, dtypes}} (dtypes optional)")
+        try:
+            when = expr.parse(str(case["when"]))
+            expr.scalar_cpp(when, {n: n for n in scalars})
+        except expr.ExprError as e:
+            raise SpecError(file, case_line, f"{name}: special.when (over Scalar arguments only): {e}") from None
+        try:
+            body = expr.parse(str(case["scalar"]))
+            expr.scalar_cpp(body, {n: n for n in scalars | tensors})
+        except expr.ExprError as e:
+            raise SpecError(file, case_line, f"{name}: special.scalar: {e}") from None
+        dtypes = _dtypes(case["dtypes"], sets, file, case_line) if "dtypes" in case else list(op.dtypes)
+        if not set(dtypes) <= set(op.dtypes):
+            raise SpecError(file, case_line, f"{name}: special.dtypes {sorted(set(dtypes) - set(op.dtypes))} "
+                            f"are not among the op's dtypes")
+        result.append(Special(when, body, str(case["scalar"]), dtypes))
+    return result
 
 
 def _parse_derivative(entry, model, file):

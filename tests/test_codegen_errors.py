@@ -155,3 +155,47 @@ def test_repository_specs_generate(tmp_path):
                         "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "gen" / "ember" / "ops.h").exists() and (tmp_path / "gen" / "_C.pyi").exists()
+
+
+POW_OP = """\
+- func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+  kind: pointwise
+  promote: common
+  dtypes: all
+  scalar: pow(self, exponent)
+  doc: Powers.
+"""
+
+
+def test_special_cases_load_in_order(tmp_path):
+    body = POW_OP + ("  special:\n    - {when: exponent == 2, scalar: self * self, dtypes: floating}\n"
+                     "    - {when: exponent == 0.5, scalar: sqrt(self)}\n")
+    (op,) = load(tmp_path, body).ops
+    assert [s.scalar_text for s in op.special] == ["self * self", "sqrt(self)"]
+    assert op.special[0].dtypes == ["float32", "float64"] and op.special[1].dtypes == op.dtypes
+
+
+def test_special_when_reads_only_scalar_arguments(tmp_path):
+    msg = error_of(tmp_path, POW_OP + "  special:\n    - {when: self == 2, scalar: self * self}\n")
+    assert msg.startswith("ops.yaml:12: ") and "special.when (over Scalar arguments only)" in msg
+    assert "unknown name 'self'" in msg
+
+
+def test_special_bad_body_and_keys(tmp_path):
+    msg = error_of(tmp_path, POW_OP + "  special:\n    - {when: exponent == 2, scalar: self * other}\n")
+    assert msg.startswith("ops.yaml:12: ") and "special.scalar: unknown name 'other'" in msg
+    msg = error_of(tmp_path, POW_OP + "  special:\n    - {when: exponent == 2}\n")
+    assert "each special case is {when, scalar, dtypes}" in msg
+
+
+def test_special_dtypes_within_the_ops(tmp_path):
+    body = POW_OP.replace("dtypes: all", "dtypes: floating")
+    msg = error_of(tmp_path, body + "  special:\n    - {when: exponent == 2, scalar: self * self, dtypes: [int64]}\n")
+    assert msg.startswith("ops.yaml:12: ") and "special.dtypes ['int64'] are not among the op's dtypes" in msg
+
+
+def test_special_only_on_pointwise_ops(tmp_path):
+    body = ("- func: f(Tensor self, Scalar k) -> Tensor\n  kind: composite\n  doc: F.\n"
+            "  special:\n    - {when: k == 2, scalar: self}\n")
+    msg = error_of(tmp_path, body)
+    assert msg.startswith("ops.yaml:8: ") and "only pointwise ops take `special:`" in msg

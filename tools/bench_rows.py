@@ -105,12 +105,16 @@ TORCHLIKE_ELEMENTWISE = {
     "mul": (2, lambda t, a, b: a * b, lambda t, a, b, out: t.mul(a, b, out=out)),
     "exp": (1, lambda t, a: t.exp(a), lambda t, a, out: t.exp(a, out=out)),
     "sigmoid": (1, lambda t, a: t.sigmoid(a), lambda t, a, out: t.sigmoid(a, out=out)),
+    "x**2": (1, lambda t, a: a**2, lambda t, a, out: t.pow(a, 2, out=out)),  # a special exponent
+    "x**1.7": (1, lambda t, a: a**1.7, lambda t, a, out: t.pow(a, 1.7, out=out)),
 }
 NUMPY_ELEMENTWISE = {
     "add": (lambda a, b: a + b, lambda a, b, out: np.add(a, b, out=out)),
     "mul": (lambda a, b: a * b, lambda a, b, out: np.multiply(a, b, out=out)),
     "exp": (np.exp, lambda a, out: np.exp(a, out=out)),
     "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), None),  # NumPy has no sigmoid ufunc
+    "x**2": (lambda a: a**2, lambda a, out: np.power(a, 2, out=out)),
+    "x**1.7": (lambda a: a**1.7, lambda a, out: np.power(a, np.float32(1.7), out=out)),
 }
 
 

@@ -201,26 +201,5 @@ template <typename T> EMBER_HD inline T pow(T a, T b) {
     return (T)result;
   }
 }
-// pow with a Python-number exponent, in math type M for element type T: PyTorch
-// computes the exponents 2, 3, -1, -2, 0.5 and -0.5 directly (so pow(-inf, 0.5)
-// is sqrt(-inf) = nan, unlike std::pow), except 0.5 and -0.5 for float16.
-// Every candidate is computed, then selected: no control flow, so the loop stays
-// vectorised (GCC will not speculate a division or sqrt behind a branch).
-template <typename T, typename M> EMBER_HD inline M pow_scalar_exponent(M a, M e) {
-  M r = pow(a, e);
-  if constexpr (is_float_v<M>) {
-    const M square = a * a, cube = square * a, inverse = M(1) / a, inverse_square = M(1) / square;
-    r = e == M(2) ? square : r;
-    r = e == M(3) ? cube : r;
-    r = e == M(-1) ? inverse : r;
-    r = e == M(-2) ? inverse_square : r;
-    if constexpr (!std::is_same_v<T, Half>) {
-      const M root = sqrt(a), inverse_root = M(1) / root;  // math::sqrt: std::sqrt here stops vectorisation
-      r = e == M(0.5) ? root : r;
-      r = e == M(-0.5) ? inverse_root : r;
-    }
-  }
-  return r;
-}
 
 }  // namespace ember::math
