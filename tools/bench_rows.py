@@ -164,12 +164,21 @@ def layout_benches():
             return lambda: x.T + y
         return lambda: x.t() + y
 
+    def transposed_exp(lib):
+        # a new output takes its input's memory order, so this is a dense pass
+        x = lib.rand(n, n)
+        if lib.is_numpy:
+            return lambda: np.exp(x.T)
+        return lambda: x.t().exp()
+
     section = "broadcast and strided (GB/s)"
     return [
         Bench(section, "broadcast add 4096x4096 + 4096", "GB/s", broadcast_add,
               work=(2 * n * n + n) * F32),
         Bench(section, "transposed add X.t()+Y 4096x4096", "GB/s", transposed_add,
               work=3 * n * n * F32),
+        Bench(section, "transposed exp X.t().exp() 4096x4096", "GB/s", transposed_exp,
+              work=2 * n * n * F32),
     ]
 
 

@@ -22,6 +22,10 @@ struct PointwiseConfig {
   int bool_input = -1;       // input index converted to bool and kept out of promotion
 };
 
+// Dense strides for a new tensor of `shape` in the memory order of `inputs`
+// (PyTorch's TensorIterator rule); empty when that order is row-major.
+DimVector layout_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs);
+
 class TensorIterator {
  public:
   static constexpr int kMaxOperands = 4;

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "ember/autograd.h"
+#include "ember/iterator.h"
 #include "ember/autograd_helpers.h"
 #include "ember/ops.h"
 
@@ -27,10 +28,20 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   std::lock_guard<std::mutex> lock(mutex);
   AutogradMeta& meta = variable.impl()->autograd_meta();
   if (!meta.grad.defined()) {
-    // Steal the incoming gradient when nobody else holds it; else copy it (under
-    // create_graph too, as PyTorch: it may be an expanded view that add_ later writes).
-    if (GradMode::is_enabled() || g.ref().use_count() > 1 || !g.is_contiguous()) {
-      meta.grad = ember::clone(g);
+    // Steal the incoming gradient when nobody else holds it and it has the layout
+    // PyTorch promises (the variable's memory order, else row-major); else copy it
+    // (under create_graph too: it may be an expanded view that add_ later writes).
+    const DimVector order = layout_strides(g.sizes(), {&variable});
+    const bool obeys_layout = order.empty() ? g.is_contiguous() : g.strides() == order;
+    if (GradMode::is_enabled() || g.ref().use_count() > 1 || !obeys_layout) {
+      if (order.empty()) {
+        meta.grad = g.is_contiguous() ? ember::clone(g) : ember::contiguous(g);
+      } else if (GradMode::is_enabled()) {
+        meta.grad = ember::clone(g);  // keeps g's history; its own layout
+      } else {
+        meta.grad = empty_strided_tensor(g.sizes(), order, g.dtype(), g.device());
+        ember::copy_(meta.grad, g);
+      }
     } else {
       meta.grad = g;
     }

@@ -1,18 +1,23 @@
 #pragma once
 // A copy of `self` into a new tensor whose backward is `node` (when self
 // needs a gradient): clone and to() share it, differing only in the node.
+// The copy keeps self's memory order (PyTorch's preserve_format) unless
+// `contiguous` is asked for.
 #include <memory>
 
 #include "ember/autograd.h"
+#include "ember/iterator.h"
 #include "ember/ops.h"
 
 namespace ember::native {
 
 template <typename NodeT>
-Tensor fresh_copy(const Tensor& self, Device device, ScalarType dtype) {
+Tensor fresh_copy(const Tensor& self, Device device, ScalarType dtype, bool contiguous = false) {
   // Integral results never take part in autograd.
   const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
-  Tensor result = empty_tensor(self.sizes(), dtype, device);
+  const DimVector strides = contiguous ? DimVector() : layout_strides(self.sizes(), {&self});
+  Tensor result = strides.empty() ? empty_tensor(self.sizes(), dtype, device)
+                                  : empty_strided_tensor(self.sizes(), strides, dtype, device);
   {
     NoGradGuard guard;
     ember::copy_(result, self);

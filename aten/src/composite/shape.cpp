@@ -20,7 +20,7 @@ std::optional<DimVector> compute_view_stride(const DimVector& oldshape, const Di
 Tensor reshape(const Tensor& self, const IntList& shape) {
   DimVector size = infer_view_size(shape, self.numel());
   if (compute_view_stride(self.sizes(), self.strides(), size)) return ember::view(self, size);
-  return ember::view(ember::clone(self), size);
+  return ember::view(ember::contiguous(self), size);
 }
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -42,11 +42,6 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   return ember::reshape(self, shape);
 }
 
-Tensor contiguous(const Tensor& self) {
-  if (self.is_contiguous()) return self;
-  return ember::clone(self);
-}
-
 namespace {
 
 // clone's gradient passes straight through.
@@ -62,6 +57,11 @@ struct CloneBackward final : Node {
 }  // namespace
 
 Tensor clone(const Tensor& self) { return fresh_copy<CloneBackward>(self, self.device(), self.dtype()); }
+
+Tensor contiguous(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  return fresh_copy<CloneBackward>(self, self.device(), self.dtype(), /*contiguous=*/true);
+}
 
 Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   EMBER_CHECK(self.dim() > 0, Runtime, "narrow() cannot be applied to a 0-dim tensor.");

@@ -42,7 +42,48 @@ Tensor cast_to(const Tensor& t, ScalarType dtype) {
   return out;
 }
 
+// Strides of `t` broadcast to `shape` at dim d; 0 where it is broadcast or has size 1.
+int64_t broadcast_stride(const Tensor& t, const DimVector& shape, int64_t d) {
+  const int64_t src = d - ((int64_t)shape.size() - t.dim());
+  return (src < 0 || t.sizes()[src] == 1) ? 0 : t.strides()[src];
+}
+
 }  // namespace
+
+// A new output's layout, as PyTorch's TensorIterator picks it: dims ordered by the
+// inputs' strides (the first input whose strides differ decides; an equal stride puts
+// the smaller dim innermost), so m.t().exp() has m.t()'s memory order. Empty when
+// that order is row-major or the output is empty (then it is contiguous).
+DimVector layout_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs) {
+  const int nd = (int)shape.size();
+  if (compute_numel(shape) == 0) return {};
+  DimVector perm(nd);  // perm[0] is the innermost dim
+  for (int d = 0; d < nd; ++d) perm[d] = nd - 1 - d;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const Tensor* t : inputs) {
+      const int64_t s0 = broadcast_stride(*t, shape, d0), s1 = broadcast_stride(*t, shape, d1);
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 != s1) return s0 < s1 ? -1 : 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  for (int i = 1; i < nd; ++i) {  // PyTorch's insertion sort: ties look further out
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) { std::swap(perm[d0], perm[d1]); d1 = d0; }
+      else if (c < 0) break;
+    }
+  }
+  bool row_major = true;
+  for (int d = 0; d < nd; ++d) row_major = row_major && perm[d] == nd - 1 - d;
+  if (row_major) return {};
+  DimVector strides(nd);
+  int64_t next = 1;
+  for (int d = 0; d < nd; ++d) { strides[perm[d]] = next; next *= shape[perm[d]]; }
+  return strides;
+}
 
 ScalarType result_type(std::initializer_list<const Tensor*> ts) {
   ResultTypeState s;
@@ -120,7 +161,9 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
       it.operands_[0] = out;
     }
   } else {
-    it.operands_[0] = empty_tensor(shape, out_dtype, device);
+    const DimVector strides = layout_strides(shape, inputs);
+    it.operands_[0] = strides.empty() ? empty_tensor(shape, out_dtype, device)
+                                      : empty_strided_tensor(shape, strides, out_dtype, device);
     it.result_ = it.operands_[0];
   }
   i = 0;
