@@ -15,6 +15,7 @@ HELPERS = {s.name: s for s in map(parse_signature, [
     "prod_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
     "select_extreme_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
     "index_reduction_backward(Tensor grad, Tensor indices, int[] shape, int dim, bool keepdim) -> Tensor",
+    "vector_norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
     "invert_permutation(int[] dims) -> int[]",
     "select_backward(Tensor grad, int[] shape, int dim, int index) -> Tensor",
     "slice_backward(Tensor grad, int[] shape, int dim, int? start, int? end, int step) -> Tensor",

@@ -1,4 +1,4 @@
-"""Accuracy at realistic lengths: sums, means, var/std and softmax of 1e6-1e7
+"""Accuracy at realistic lengths: sums, means, var/std, norms and softmax of 1e6-1e7
 elements, in float32, float16 and bfloat16, over every layout the reduction
 engine walks differently (inner, outer and middle dims, strided, expanded,
 transposed), at 1, 2 and 3 threads, against float64 NumPy on the exact inputs.
@@ -152,6 +152,45 @@ def test_var_std(dtype, threads):
 def test_std_of_constant_is_zero(threads):
     assert ember.tensor([0.94]).expand(10**6).std().item() == 0.0
     assert ember.full([1000, 1000], 0.3).var(0).abs().max().item() == 0.0
+
+
+# ---------------------------------------------------------------- norms
+
+def np_norm(a, ord, axis):
+    a = np.abs(a)
+    if ord == np.inf:
+        return a.max(axis=axis)
+    return (a ** ord).sum(axis=axis) ** (1.0 / ord)
+
+
+@pytest.mark.parametrize("layout", layout_ids())
+def test_float32_norm_every_layout(layout, threads, float32_base):
+    base, tensor = float32_base
+    name, make, dim = next(item for item in layouts(base.size) if item[0] == layout)
+    for ord in (2, 1, 3, np.inf):
+        got = ember.linalg.vector_norm(make(tensor), ord, dim)
+        check(to_f64(got), np_norm(make(base), ord, dim), "float32", f"{ord}-norm {name} at {threads} threads")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_norm_accumulates_wide(dtype, threads):
+    # 1e6 squares in [0, 1] sum to ~3e5: past float16's range, and where bfloat16 stalls.
+    dt = getattr(ember, dtype)
+    assert ember.ones(1_000_000, dtype=dt).norm().item() == 1000.0
+    assert ember.full([10**6], 0.1).norm().item() == pytest.approx(float(np.float32(0.1)) * 1000, rel=REL["float32"])
+    rng = np.random.default_rng(4)
+    n = 1_000_000
+    base = exact_values(n, dtype, rng, -1.0, 1.0)
+    t = as_ember(base, dtype)
+    for ord in (2, 1, np.inf):
+        if ord == 1 and dtype == "float16":  # a 1-norm of 1e6 values is past float16's range
+            n, base = 100_000, base[:100_000] / 4
+            t = as_ember(base, dtype)
+        check(to_f64(ember.linalg.vector_norm(t, ord)), np_norm(base, ord, None), dtype, f"{ord}-norm")
+        check(to_f64(t.reshape(n // 4, 4).norm(ord, 0)), np_norm(base.reshape(n // 4, 4), ord, 0), dtype,
+              f"{ord}-norm over dim 0")
+        check(to_f64(t.reshape(4, n // 4).norm(ord, 1)), np_norm(base.reshape(4, n // 4), ord, 1), dtype,
+              f"{ord}-norm over dim 1")
 
 
 # ---------------------------------------------------------------- softmax

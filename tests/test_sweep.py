@@ -37,16 +37,24 @@ def _ops_with(samples):
 UNARY = [op.full_name for op in _ops_with("unary")]
 BINARY = [op.full_name for op in _ops_with("binary")] + ["div", "max.other", "min.other"]
 # The torch function for an ember op of another name.
-TORCH_NAME = {"_div_trunc": None, "_div_floor": None, "max.other": "maximum", "min.other": "minimum"}
+TORCH_NAME = {"_div_trunc": None, "_div_floor": None, "max.other": "maximum", "min.other": "minimum",
+              "linalg_vector_norm": "linalg.vector_norm"}
+
+
+def public_fn(module, name):
+    """module.name, where name may be dotted (linalg.vector_norm); None when absent."""
+    for part in name.split("."):
+        module = getattr(module, part, None)
+    return module
 
 
 def torch_fn(op):
     name = TORCH_NAME.get(op.full_name, op.name)
-    return getattr(torch, name, None) if (torch is not None and name) else None
+    return public_fn(torch, name) if (torch is not None and name) else None
 
 
 def call_ember(op, *args, **kwargs):
-    return getattr(ember, op.name)(*args, **kwargs)
+    return public_fn(ember, TORCH_NAME.get(op.full_name) or op.name)(*args, **kwargs)
 
 
 def describe(*inputs, threads, extra=""):
@@ -251,7 +259,7 @@ def test_where_and_clamp(long_mode):
 # ----------------------------------------------------------------------------- reductions
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "max.dim", "min.dim", "argmax", "argmin", "all", "any",
-              "var", "std", "max", "min"]
+              "var", "std", "max", "min", "linalg_vector_norm", "norm"]
 
 
 def _reduction_values(rng, name, shape, dtype, layout, reduced):
@@ -311,12 +319,12 @@ def _reduction_tol(name, dtype, a, dim, keepdim):
 
 
 def _reduce_ref(op, a, dim, keepdim, compute_kind):
-    names = {"a": ref_array(a, compute_kind), "dim": dim, "keepdim": keepdim, "correction": None}
+    names = {"a": ref_array(a, compute_kind), "dim": dim, "keepdim": keepdim, "correction": None, "ord": 2, "p": None}
     return evaluate(op.test["ref"], names)
 
 
 def _reduction_result_dtypes(op, dtype):
-    r = op.reduce.get("result")
+    r = (op.reduce or {}).get("result")
     if r == "long_for_integral":
         return ["int64" if not is_floating(dtype) else dtype]
     if r == "bool":

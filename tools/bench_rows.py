@@ -209,6 +209,14 @@ def reduction_benches():
         a = lib.rand(10**7)
         return (lambda: a.var(ddof=1)) if lib.is_numpy else (lambda: a.var())
 
+    def norm(dim):
+        def build(lib):
+            a = lib.rand(4096, 4096) if dim is not None else lib.rand(10**7)
+            if lib.is_numpy:
+                return lambda: np.linalg.norm(a, axis=dim)
+            return lambda: lib.mod.linalg.vector_norm(a, dim=dim)
+        return build
+
     section = "reductions (GB/s = bytes read + written)"
     square = 4096 * 4096 * F32 + 4096 * F32
     return [
@@ -219,6 +227,8 @@ def reduction_benches():
         Bench(section, "sum dim 0 of 2.5e6x4", "GB/s", sum_narrow_columns, work=10**7 * F32),
         Bench(section, "sum of 4096x4096[:, ::2]", "GB/s", sum_strided, work=4096 * 2048 * F32),
         Bench(section, "var 1e7", "GB/s", var_all, work=10**7 * F32),
+        Bench(section, "vector_norm 1e7", "GB/s", norm(None), work=10**7 * F32),
+        Bench(section, "vector_norm dim 0 of 4096x4096", "GB/s", norm(0), work=square),
     ]
 
 

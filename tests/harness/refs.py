@@ -119,6 +119,28 @@ def np_log_softmax(a, dim):
     return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
 
 
+def np_vector_norm(a, ord=2, dim=None, keepdim=False):
+    """torch.linalg.vector_norm in float64: dim None or () is every dim; max/min |a| for +-inf, the
+    count of non-zeros for 0; like max, no identity for inf or a negative ord over nothing (ValueError)."""
+    a = np.asarray(a)
+    x = np.abs(a.astype(np.float64))
+    axis = None if dim is None or dim == () or a.ndim == 0 else dim
+    if ord < 0 and np.sum(np.ones_like(x), axis=axis).min(initial=1) == 0:
+        raise ValueError("a negative-order norm over no elements has no identity")
+    with np.errstate(divide="ignore"):
+        if ord == math.inf:
+            r = np.max(x, axis=axis, keepdims=keepdim)
+        elif ord == -math.inf:
+            r = np.min(x, axis=axis, keepdims=keepdim)
+        elif ord == 0:
+            r = np.sum(x != 0, axis=axis, keepdims=keepdim).astype(np.float64)
+        else:
+            r = np.sum(x ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
+    if keepdim and a.ndim == 0:
+        r = np.reshape(r, ())
+    return np.asarray(r).astype(a.dtype)
+
+
 def np_trunc_divide(a, b):
     """Division rounded towards zero; integers stay integers."""
     a, b = np.asarray(a), np.asarray(b)
@@ -135,7 +157,7 @@ HELPERS = {
     "np_expand_shape": np_expand_shape, "np_flatten": np_flatten, "np_slice": np_slice,
     "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
     "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
-    "np_trunc_divide": np_trunc_divide,
+    "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm,
 }
 
 

@@ -25,6 +25,10 @@ Tensor select_extreme_backward(const Tensor& grad, const Tensor& self, const Ten
 // max.dim/min.dim: the gradient scattered to `indices` along `dim`.
 Tensor index_reduction_backward(const Tensor& grad, const Tensor& indices, const IntList& shape, int64_t dim,
                                 bool keepdim);
+// linalg.vector_norm: PyTorch's subgradients (0 where the norm is 0, ties of
+// the inf norm split evenly, NaN propagated), in self's dtype.
+Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord, const Tensor& result,
+                            const std::optional<IntList>& dim, bool keepdim);
 IntList invert_permutation(const IntList& dims);
 Tensor select_backward(const Tensor& grad, const IntList& shape, int64_t dim, int64_t index);
 Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std::optional<int64_t> start,

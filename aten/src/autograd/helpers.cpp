@@ -2,6 +2,7 @@
 // of public ember ops, so the gradients they build are differentiable again.
 #include "ember/autograd_helpers.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -121,6 +122,40 @@ Tensor select_extreme_backward(const Tensor& grad, const Tensor& self, const Ten
   Tensor hit = ember::eq(self, r);
   Tensor count = ember::sum(hit, mask_dims(mask), true, std::nullopt);
   return ember::mul(ember::true_divide(g, count), hit);
+}
+
+Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord, const Tensor& result,
+                            const std::optional<IntList>& dim, bool keepdim) {
+  const double p = ord.to_double();
+  if (p == 0) return zeros_of(self.sizes(), self);
+  const DimVector mask = reduction_mask(all_if_empty(dim), self.dim(), "linalg.vector_norm");
+  const Tensor g = restore_reduced(grad, mask, keepdim);
+  const Tensor norm = restore_reduced(result, mask, keepdim);
+  const Tensor x = self.dtype() == norm.dtype() ? self : ember::to_dtype(self, norm.dtype());
+  const Tensor zero = number(0);
+  Tensor res;
+  if (p == 1) {
+    res = ember::mul(ember::sign(x), g);
+  } else if (p == 2) {
+    res = ember::mul(x, ember::where(ember::eq(norm, zero), zero, ember::true_divide(g, norm)));
+  } else if (std::isinf(p)) {
+    // The elements that attain the norm (or are NaN) share the gradient.
+    const Tensor ax = ember::abs(x);
+    const Tensor hit = ember::logical_or(ember::eq(ax, norm), ember::isnan(ax));
+    const Tensor count = ember::sum(hit, mask_dims(mask), true, std::nullopt);
+    res = ember::mul(ember::sign(x), ember::mul(ember::true_divide(g, count), hit));
+  } else if (p < 1) {
+    // |x|^(p-1) is infinite at 0, where PyTorch takes the subgradient 0.
+    const Tensor scaled = ember::where(ember::eq(x, zero), zero,
+                                       ember::mul(ember::sign(x), ember::pow_Tensor_Scalar(ember::abs(x), Scalar(p - 1))));
+    res = ember::mul(scaled, ember::mul(g, ember::pow_Tensor_Scalar(norm, Scalar(1 - p))));
+  } else {
+    const Tensor scaled = p < 2 ? ember::mul(ember::sign(x), ember::pow_Tensor_Scalar(ember::abs(x), Scalar(p - 1)))
+                                : ember::mul(x, ember::pow_Tensor_Scalar(ember::abs(x), Scalar(p - 2)));
+    const Tensor scale = ember::true_divide(g, ember::pow_Tensor_Scalar(norm, Scalar(p - 1)));
+    res = ember::mul(scaled, ember::where(ember::eq(norm, zero), zero, scale));
+  }
+  return res.dtype() == self.dtype() ? res : ember::to_dtype(res, self.dtype());
 }
 
 Tensor index_reduction_backward(const Tensor& grad, const Tensor& indices, const IntList& shape, int64_t dim,

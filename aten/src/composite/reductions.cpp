@@ -120,6 +120,18 @@ Tensor std(const Tensor& self, const std::optional<IntList>& dim, std::optional<
   return var_impl(self, dim, unbiased, keepdim, correction, "std", true);
 }
 
+Tensor norm(const Tensor& self, const std::optional<Scalar>& p, const std::optional<IntList>& dim, bool keepdim,
+            std::optional<ScalarType> dtype) {
+  return ember::linalg_vector_norm(self, p.value_or(Scalar(int64_t(2))), dim, keepdim, dtype);
+}
+
+Tensor norm_str(const Tensor& self, const std::string& p, const std::optional<IntList>& dim, bool keepdim,
+                std::optional<ScalarType> dtype) {
+  EMBER_CHECK(p != "nuc", NotImplemented, "norm: p='nuc' (the sum of singular values) is not implemented yet");
+  EMBER_CHECK(p == "fro", Runtime, "linalg.matrix_norm: Order ", p, " not supported.");
+  return ember::linalg_vector_norm(self, Scalar(int64_t(2)), dim, keepdim, dtype);
+}
+
 Tensor max(const Tensor& self) {
   EMBER_CHECK(self.numel() > 0, Runtime,
               "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
