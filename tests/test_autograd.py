@@ -698,3 +698,23 @@ def test_out_under_no_grad_is_fine():
         r = ember.add(a, a, out=out)
     assert r is out
     assert out.tolist() == [2.0, 4.0]
+
+
+def test_variable_is_a_new_detached_leaf_sharing_storage():
+    from ember.autograd import Variable
+    t = ember.ones(2)
+    v = Variable(t, requires_grad=True)
+    assert v is not t and v.requires_grad and v.is_leaf and not t.requires_grad
+    assert v.data_ptr() == t.data_ptr()
+    t.add_(1)
+    assert v.tolist() == [2.0, 2.0]                 # shares storage
+    x = ember.ones(2, requires_grad=True)
+    z = x * 2
+    w = Variable(z)
+    assert w.grad_fn is None and not w.requires_grad and w.is_leaf and z.grad_fn is not None
+    w2 = Variable(z, requires_grad=True)
+    (w2 * 3).sum().backward()
+    assert x.grad is None and w2.grad.tolist() == [3.0, 3.0]   # the graph stops at the new leaf
+    assert isinstance(t, Variable)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        Variable(3)

@@ -99,8 +99,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(_C._grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused))
 
 
-def Variable(data, requires_grad=False):
-    """The pre-0.4 PyTorch wrapper: now just the tensor itself."""
-    if requires_grad:
-        data.requires_grad_(True)
-    return data
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        return isinstance(other, _C.Tensor)  # every tensor is a Variable, as in PyTorch
+
+
+class Variable(metaclass=_VariableMeta):
+    """The pre-0.4 PyTorch wrapper. As PyTorch's: a new leaf that shares `data`'s
+    storage, detached from its graph, requiring grad when asked."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if not isinstance(data, _C.Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        leaf = data.detach()
+        if requires_grad:
+            leaf.requires_grad_(True)
+        return leaf
