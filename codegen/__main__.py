@@ -1,4 +1,4 @@
-"""python -m codegen --ops ops.yaml --derivatives derivatives.yaml --out DIR [--cuda]"""
+"""python -m codegen --ops ops.yaml --derivatives derivatives.yaml --out DIR [--cuda] [--list-kernels]"""
 import argparse
 import sys
 
@@ -11,17 +11,21 @@ def main(argv=None):
     ap.add_argument("--derivatives", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--shards", type=int, default=4, help="files for op entries and bindings")
-    ap.add_argument("--kernel-shards", type=int, default=16, help="files for generated kernels")
+    ap.add_argument("--list-kernels", action="store_true",
+                    help="only print the op names that get a kernels/<name>.cpp (for CMake)")
     ap.add_argument("--cuda", action="store_true", help="also write the CUDA kernels and registration")
     args = ap.parse_args(argv)
-    from .gen import generate
+    from .gen import generate, kernel_names
     from .model import load_model
     try:
         model = load_model(args.ops, args.derivatives)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    written = generate(model, args.out, args.shards, args.kernel_shards, args.cuda)
+    if args.list_kernels:
+        print(";".join(kernel_names(model)))
+        return 0
+    written = generate(model, args.out, args.shards, args.cuda)
     print(f"codegen: {len(model.ops)} ops, {written} files changed")
     return 0
 

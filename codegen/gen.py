@@ -1,5 +1,6 @@
 """Renders the model into the build tree. Files are written only when their
 content changes, so an edit to one op recompiles only what depends on it."""
+import re
 import zlib
 from pathlib import Path
 
@@ -21,6 +22,35 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 def shard_of(op, shards):
     return zlib.crc32(op.name.encode()) % shards
+
+
+# Where generated or hand-written C++ names an op: qualified (`dispatch::add`,
+# `ember::sum`, `cpu::mm_cpu`) or called unqualified inside namespace ember.
+QUALIFIED_NAME = re.compile(r"\b(?:ember|dispatch|native|cpu|cuda)::(\w+)")
+PLAIN_CALL = re.compile(r"(?<![\w.:>])(\w+)\s*\(")
+COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+OP_INCLUDES = "// @op-includes@\n"
+
+
+class OpHeaders:
+    """Which ember/ops/<name>.h a piece of C++ needs: the ops whose functions,
+    dispatch tables or kernels it names."""
+
+    def __init__(self, ops):
+        self.header_of = {}
+        for op in ops:
+            names = [op.cpp_name, op.cpp_name + "_", op.cpp_name + "_out", op.cpp_name + "_fn"]
+            names += list(op.kernels.values()) if op.kind == "kernel" else []
+            for n in names:
+                self.header_of.setdefault(n, op.name)
+
+    def used(self, text):
+        text = COMMENT_OR_STRING.sub(" ", text)
+        tokens = set(QUALIFIED_NAME.findall(text)) | set(PLAIN_CALL.findall(text))
+        return sorted({self.header_of[t] for t in tokens if t in self.header_of})
+
+    def include_lines(self, text):
+        return "".join(f'#include "ember/ops/{name}.h"\n' for name in self.used(text))
 
 
 def camel(name):
@@ -251,8 +281,23 @@ class Writer:
         path.write_text(text)
         self.changed += 1
 
+    def prune(self, rel_dir, keep):
+        """Removes generated files of `rel_dir` not in `keep` (an op that left ops.yaml)."""
+        for path in (self.out / rel_dir).glob("*.*"):
+            if path.name not in keep:
+                path.unlink()
+                self.changed += 1
 
-def generate(model, out, shards, kernel_shards, cuda):
+
+KERNEL_KINDS = ("pointwise", "reduction")
+
+
+def kernel_names(model):
+    """The op names whose kernels are generated (kernels/<name>.cpp), in ops.yaml order."""
+    return list(dict.fromkeys(op.name for op in model.ops if op.kind in KERNEL_KINDS))
+
+
+def generate(model, out, shards, cuda):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["cpp_param"] = param_type
@@ -263,23 +308,35 @@ def generate(model, out, shards, kernel_shards, cuda):
     gens = [OpGen(model, op) for op in model.ops]
     w = Writer(out)
 
+    headers = OpHeaders(model.ops)
+
     def render(template, rel, **ctx):
         text = f"// generated from codegen/templates/{template}; do not edit\n" + env.get_template(template).render(**ctx)
+        if OP_INCLUDES in text:  # the op headers this file's own code names
+            text = text.replace(OP_INCLUDES, headers.include_lines(text.replace(OP_INCLUDES, "")))
         w.write(rel, text)
 
-    render("ops.h.j2", "ember/ops.h", ops=gens)
+    by_name = {}
+    for g in gens:
+        by_name.setdefault(g.op.name, []).append(g)
+    for name, group in by_name.items():
+        render("op.h.j2", f"ember/ops/{name}.h", name=name, ops=group)
+    w.prune("ember/ops", {f"{name}.h" for name in by_name})
+    render("ops.h.j2", "ember/ops.h", names=sorted(by_name))
     for k in range(shards):
         mine = [g for g in gens if shard_of(g.op, shards) == k]
         render("ops.cpp.j2", f"ops_{k}.cpp", ops=mine, shard=k)
         render("python_ops.cpp.j2", f"python_ops_{k}.cpp", groups=python_groups(model, [g.op for g in mine]), shard=k)
-    # Kernels are the heaviest to compile (every dtype of every op): finer
-    # shards keep the rebuild after a one-op edit short.
-    for k in range(kernel_shards):
-        mine = [g for g in gens if shard_of(g.op, kernel_shards) == k]
-        render("functors.h.j2", f"ember/functors_{k}.h", ops=mine)
-        render("cpu_kernels.cpp.j2", f"cpu_kernels_{k}.cpp", ops=mine, shard=k)
+    # Kernels are the heaviest to compile (every dtype of every op): one file
+    # per op, so an edit recompiles that op's kernels only.
+    for name in kernel_names(model):
+        group = [g for g in by_name[name] if g.op.kind in KERNEL_KINDS]
+        render("functors.h.j2", f"ember/functors/{name}.h", ops=group)
+        render("kernels.cpp.j2", f"kernels/{name}.cpp", ops=group, name=name)
         if cuda:
-            render("cuda_kernels.cu.j2", f"cuda_kernels_{k}.cu", ops=mine, shard=k)
+            render("kernels.cu.j2", f"kernels/{name}.cu", ops=group, name=name)
+    w.prune("ember/functors", {f"{n}.h" for n in kernel_names(model)})
+    w.prune("kernels", {f"{n}.{ext}" for n in kernel_names(model) for ext in (("cpp", "cu") if cuda else ("cpp",))})
     render("register_cpu.cpp.j2", "register_cpu.cpp", ops=gens)
     render("python_ops_index.cpp.j2", "python_ops.cpp", shards=range(shards))
     if cuda:

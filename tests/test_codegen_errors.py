@@ -154,7 +154,28 @@ def test_repository_specs_generate(tmp_path):
     r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",
                         "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "gen" / "ember" / "ops.h").exists() and (tmp_path / "gen" / "_C.pyi").exists()
+    gen = tmp_path / "gen"
+    assert (gen / "ember" / "ops.h").exists() and (gen / "_C.pyi").exists()
+    # One header per op name, one kernel file per op with generated kernels.
+    header = (gen / "ember" / "ops" / "max.h").read_text()
+    assert "Tensor max(const Tensor& self);" in header and "max_dim_cpu" in header and "Tensor add(" not in header
+    assert (gen / "kernels" / "mul.cpp").exists() and (gen / "ember" / "functors" / "mul.h").exists()
+    assert not (gen / "kernels" / "mm.cpp").exists()  # a hand-written kernel
+    # Generated files include only the op headers they name.
+    mul_kernels = (gen / "kernels" / "mul.cpp").read_text()
+    assert '#include "ember/ops.h"' not in mul_kernels
+
+
+def test_hand_written_files_include_the_ops_they_name():
+    # Each file includes ember/ops/<name>.h for exactly the ops it names (python -m codegen.includes fixes it),
+    # never the umbrella ember/ops.h: adding an op must not recompile them.
+    files = subprocess.run(["git", "ls-files", "aten", "python/src"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.split()
+    cpp = [f for f in files if f.endswith((".cpp", ".h", ".cu", ".cuh"))]
+    assert not [f for f in cpp if '#include "ember/ops.h"' in (ROOT / f).read_text()]
+    r = subprocess.run([sys.executable, "-m", "codegen.includes", "--check", *cpp], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
 
 
 POW_OP = """\

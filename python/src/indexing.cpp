@@ -3,7 +3,14 @@
 // lists) are advanced indices, gathered by `index` and written by `index_put_`.
 #include <vector>
 
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/fill_.h"
+#include "ember/ops/index.h"
+#include "ember/ops/index_put_.h"
+#include "ember/ops/select.h"
+#include "ember/ops/slice.h"
+#include "ember/ops/unsqueeze.h"
+#include "ember/ops/view.h"
 #include "python_support.h"
 
 namespace ember::python {

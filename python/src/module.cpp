@@ -7,8 +7,8 @@
 #include "ember/autograd.h"
 #include "ember/blas.h"
 #include "ember/cuda/api.h"
-#include "ember/ops.h"
 #include "ember/parallel.h"
+#include "ember/register_kernels.h"
 #include "python_support.h"
 
 namespace py = pybind11;

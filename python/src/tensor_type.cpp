@@ -6,7 +6,30 @@
 #include <structmember.h>
 
 #include "ember/autograd.h"
-#include "ember/ops.h"
+#include "ember/ops/abs.h"
+#include "ember/ops/add.h"
+#include "ember/ops/bitwise_and.h"
+#include "ember/ops/bitwise_left_shift.h"
+#include "ember/ops/bitwise_not.h"
+#include "ember/ops/bitwise_or.h"
+#include "ember/ops/bitwise_right_shift.h"
+#include "ember/ops/bitwise_xor.h"
+#include "ember/ops/eq.h"
+#include "ember/ops/floor_divide.h"
+#include "ember/ops/ge.h"
+#include "ember/ops/gt.h"
+#include "ember/ops/le.h"
+#include "ember/ops/lt.h"
+#include "ember/ops/matmul.h"
+#include "ember/ops/mul.h"
+#include "ember/ops/ne.h"
+#include "ember/ops/neg.h"
+#include "ember/ops/permute.h"
+#include "ember/ops/pow.h"
+#include "ember/ops/remainder.h"
+#include "ember/ops/sub.h"
+#include "ember/ops/transpose.h"
+#include "ember/ops/true_divide.h"
 
 namespace ember::python {
 

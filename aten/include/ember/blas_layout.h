@@ -5,7 +5,7 @@
 // the transpose of a row-major (c x r) matrix (trans = true, ld >= r).
 #include <cstdint>
 #include "ember/errors.h"
-#include "ember/ops.h"
+#include "ember/ops/contiguous.h"
 #include "ember/tensor.h"
 
 namespace ember {

@@ -5,7 +5,10 @@
 
 #include "ember/autograd.h"
 #include "ember/autograd_helpers.h"
-#include "ember/ops.h"
+#include "ember/ops/add.h"
+#include "ember/ops/clone.h"
+#include "ember/ops/ones.h"
+#include "ember/ops/to.h"
 
 namespace ember::autograd {
 namespace {

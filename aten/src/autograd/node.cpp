@@ -5,7 +5,11 @@
 #include "ember/autograd.h"
 #include "ember/iterator.h"
 #include "ember/autograd_helpers.h"
-#include "ember/ops.h"
+#include "ember/ops/add.h"
+#include "ember/ops/clone.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/fill_.h"
 
 namespace ember {
 

@@ -3,7 +3,20 @@
 #include <optional>
 #include <string>
 
-#include "ember/ops.h"
+#include "ember/ops/_div_floor.h"
+#include "ember/ops/_div_trunc.h"
+#include "ember/ops/bmm.h"
+#include "ember/ops/div.h"
+#include "ember/ops/dot.h"
+#include "ember/ops/expand.h"
+#include "ember/ops/matmul.h"
+#include "ember/ops/mm.h"
+#include "ember/ops/mv.h"
+#include "ember/ops/pow.h"
+#include "ember/ops/reshape.h"
+#include "ember/ops/squeeze.h"
+#include "ember/ops/true_divide.h"
+#include "ember/ops/unsqueeze.h"
 #include "ember/tensor.h"
 
 namespace ember::native {

@@ -4,7 +4,9 @@
 
 #include "ember/allocator.h"
 #include "ember/autograd.h"
-#include "ember/ops.h"
+#include "ember/ops/fill_.h"
+#include "ember/ops/to.h"
+#include "ember/ops/zero_.h"
 #include "ember/tensor.h"
 
 namespace ember::native {

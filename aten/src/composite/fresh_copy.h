@@ -7,7 +7,7 @@
 
 #include "ember/autograd.h"
 #include "ember/iterator.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
 
 namespace ember::native {
 

@@ -7,7 +7,22 @@
 #include <optional>
 
 #include "ember/autograd.h"
-#include "ember/ops.h"
+#include "ember/ops/cat.h"
+#include "ember/ops/chunk.h"
+#include "ember/ops/clone.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/flatten.h"
+#include "ember/ops/narrow.h"
+#include "ember/ops/reshape.h"
+#include "ember/ops/select.h"
+#include "ember/ops/slice.h"
+#include "ember/ops/split.h"
+#include "ember/ops/stack.h"
+#include "ember/ops/unbind.h"
+#include "ember/ops/unsqueeze.h"
+#include "ember/ops/view.h"
+#include "ember/ops/zeros.h"
 #include "ember/tensor.h"
 
 namespace ember::native {

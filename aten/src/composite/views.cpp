@@ -4,7 +4,15 @@
 #include <limits>
 #include <optional>
 
-#include "ember/ops.h"
+#include "ember/ops/expand.h"
+#include "ember/ops/permute.h"
+#include "ember/ops/select.h"
+#include "ember/ops/slice.h"
+#include "ember/ops/squeeze.h"
+#include "ember/ops/t.h"
+#include "ember/ops/transpose.h"
+#include "ember/ops/unsqueeze.h"
+#include "ember/ops/view.h"
 #include "ember/tensor.h"
 
 namespace ember::native {

@@ -6,7 +6,8 @@
 
 #include "ember/dtype.h"
 #include "ember/errors.h"
-#include "ember/ops.h"
+#include "ember/ops/clone.h"
+#include "ember/ops/to.h"
 
 namespace ember {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "ember/op_support.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
 
 namespace ember {
 namespace {

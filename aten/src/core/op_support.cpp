@@ -3,7 +3,11 @@
 #include <algorithm>
 
 #include "ember/autograd.h"
-#include "ember/ops.h"
+#include "ember/ops/any.h"
+#include "ember/ops/clone.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/eq.h"
+#include "ember/ops/to.h"
 
 namespace ember {
 

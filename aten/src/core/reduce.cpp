@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ember/op_support.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
 
 namespace ember {
 

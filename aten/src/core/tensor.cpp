@@ -2,7 +2,7 @@
 
 #include "ember/autograd.h"
 #include "ember/cuda/api.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
 
 namespace ember {
 

@@ -4,7 +4,8 @@
 
 #include "ember/cpu/loops.h"
 #include "ember/cuda/copy.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/fill_.h"
 #include "ember/scalar_convert.h"
 
 namespace ember::cpu {

@@ -12,7 +12,11 @@
 
 #include "ember/dtype.h"
 #include "ember/errors.h"
-#include "ember/ops.h"
+#include "ember/ops/argmax.h"
+#include "ember/ops/argmin.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/max.h"
+#include "ember/ops/min.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
 

@@ -9,7 +9,8 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/index_plan.h"
-#include "ember/ops.h"
+#include "ember/ops/index.h"
+#include "ember/ops/index_put_.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
 

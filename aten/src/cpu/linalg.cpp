@@ -18,7 +18,11 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/linalg_checks.h"
-#include "ember/ops.h"
+#include "ember/ops/bmm.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/dot.h"
+#include "ember/ops/mm.h"
+#include "ember/ops/to.h"
 #include "ember/tensor.h"
 
 namespace ember {

@@ -6,7 +6,8 @@
 #include <optional>
 
 #include "ember/cpu/reduce.h"
-#include "ember/ops.h"
+#include "ember/ops/linalg_vector_norm.h"
+#include "ember/ops/to.h"
 
 namespace ember::cpu {
 namespace {

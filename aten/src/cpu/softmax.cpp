@@ -19,7 +19,9 @@
 #include "ember/errors.h"
 #include "ember/math.h"
 #include "ember/op_support.h"
-#include "ember/ops.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/log_softmax.h"
+#include "ember/ops/softmax.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
 

@@ -4,10 +4,9 @@
 #include "ember/allocator.h"
 #include "ember/cuda/runtime.h"
 #include "ember/device_caching_allocator.h"
+#include "ember/register_kernels.h"
 
 namespace ember {
-void register_cuda_kernels();
-
 namespace cuda {
 namespace {
 

@@ -3,7 +3,8 @@
 #include "ember/cuda/copy.h"
 #include "ember/cuda/loops.cuh"
 #include "ember/cuda/runtime.h"
-#include "ember/ops.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/fill_.h"
 
 namespace ember::cuda {
 

@@ -4,7 +4,10 @@
 #include "ember/autograd.h"
 #include "ember/cuda/copy.h"
 #include "ember/cuda/runtime.h"
-#include "ember/ops.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/copy_.h"
+#include "ember/ops/expand.h"
+#include "ember/ops/to.h"
 
 namespace ember::cuda {
 

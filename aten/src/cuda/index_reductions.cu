@@ -14,7 +14,11 @@
 #include "ember/cuda/runtime.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
-#include "ember/ops.h"
+#include "ember/ops/argmax.h"
+#include "ember/ops/argmin.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/max.h"
+#include "ember/ops/min.h"
 #include "ember/tensor.h"
 
 namespace ember::cuda {

@@ -22,7 +22,9 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/index_plan.h"
-#include "ember/ops.h"
+#include "ember/ops/index.h"
+#include "ember/ops/index_put_.h"
+#include "ember/ops/to.h"
 
 namespace ember::cuda {
 namespace {

@@ -12,7 +12,9 @@
 #include "ember/dtype.h"
 #include "ember/half.h"
 #include "ember/linalg_checks.h"
-#include "ember/ops.h"
+#include "ember/ops/bmm.h"
+#include "ember/ops/dot.h"
+#include "ember/ops/mm.h"
 #include "ember/tensor.h"
 
 namespace ember::cuda {

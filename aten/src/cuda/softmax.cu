@@ -25,7 +25,9 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/op_support.h"
-#include "ember/ops.h"
+#include "ember/ops/contiguous.h"
+#include "ember/ops/log_softmax.h"
+#include "ember/ops/softmax.h"
 #include "ember/tensor.h"
 
 namespace ember::cuda {
