@@ -18,7 +18,7 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special"}
+           "special", "fits_self"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
@@ -62,6 +62,7 @@ class Op:
     nonnegative: str = None  # an integer input that must not hold negative values (pow's exponent)
     require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
     allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
+    fits_self: str = None  # a Scalar argument written into self: checked against self's dtype before dispatch
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
@@ -180,6 +181,12 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("allow_internal_overlap"),
                             f"{sig.full_name}: allow_internal_overlap is true or false, on an in-place op (name_)")
         op.allow_internal_overlap = entry["allow_internal_overlap"]
+    if "fits_self" in entry:
+        p = sig.param(entry["fits_self"])
+        if p is None or p.type.base != "Scalar" or p.type.optional or not sig.param("self"):
+            raise SpecError(file, entry.line_of("fits_self"),
+                            f"{sig.full_name}: fits_self names a Scalar argument of an op with `self`")
+        op.fits_self = entry["fits_self"]
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

@@ -110,6 +110,36 @@ def test_allow_internal_overlap_only_on_inplace_ops(tmp_path):
     assert load(tmp_path, fill + "  allow_internal_overlap: true\n").ops[0].allow_internal_overlap
 
 
+FILL_OP = """\
+- func: fill_(Tensor self, Scalar value) -> Tensor
+  kind: kernel
+  kernels: {cpu: fill_cpu}
+  dtypes: all
+  doc: Fills.
+"""
+
+
+
+
+def test_fits_self_names_a_scalar_argument(tmp_path):
+    assert load(tmp_path, FILL_OP + "  fits_self: value\n").ops[0].fits_self == "value"
+    msg = error_of(tmp_path, FILL_OP + "  fits_self: self\n")
+    assert msg.startswith("ops.yaml:10: ") and "fits_self names a Scalar argument of an op with `self`" in msg
+
+
+
+
+def test_fill_checks_its_value_before_dispatch(tmp_path):
+    # fits_self: the overflow check runs in the op entry, so CUDA's kernel is covered as the CPU one.
+    r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",
+                        "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    entries = "".join(p.read_text() for p in sorted((tmp_path / "gen").glob("ops_*.cpp")))
+    body = entries[entries.index("Tensor fill_(const Tensor& self, const Scalar& value) {"):]
+    body = body[:body.index("\n}\n")]
+    assert body.index("check_scalar_fits(value, self.dtype());") < body.index("kernel_for(dispatch::fill_")
+
+
 def test_pointwise_without_scalar(tmp_path):
     msg = error_of(tmp_path, GOOD_OP.replace("  scalar: self * other\n", ""))
     assert msg.startswith("ops.yaml:5: ") and "needs `scalar:`" in msg

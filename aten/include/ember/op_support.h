@@ -15,6 +15,10 @@ Fn kernel_for(Fn* table, Device device, const char* op) {
   return fn;
 }
 
+// PyTorch's overflow check of a Scalar written into a tensor of dtype `dt`
+// ("value cannot be converted to type int8_t without overflow"), before dispatch.
+void check_scalar_fits(const Scalar& s, ScalarType dt);
+
 // Tensors on one device; the first tensor's dtype among the op's declared dtypes.
 // `as`: the dtype= argument, when the op converts its input first.
 void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors,

@@ -4,6 +4,7 @@
 
 #include "ember/autograd.h"
 #include "ember/ops.h"
+#include "ember/scalar_convert.h"
 
 namespace ember {
 
@@ -32,6 +33,10 @@ void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::ini
     if (!std::count(dtypes, dtypes + n, dt)) fail_dtype_not_implemented(op, dt);
     break;
   }
+}
+
+void check_scalar_fits(const Scalar& s, ScalarType dt) {
+  visit_dtype(dt, [&]<typename T>() { (void)checked_scalar<T>(s); });
 }
 
 // These value checks read the data back, so they run on the CPU only: on a GPU
