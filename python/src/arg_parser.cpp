@@ -2,6 +2,7 @@
 // (positional or keyword, defaults, `x.view(2, 3)` varargs sizes, numbers
 // where tensors are expected) checked against specs the generator writes.
 #include <cstring>
+#include <exception>
 #include <new>
 
 #include "python_support.h"
@@ -290,6 +291,16 @@ void set_python_error(const std::exception& e) {
   } else {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
+}
+
+WarningScope::~WarningScope() noexcept(false) {
+  std::vector<std::string>& pending = pending_warnings();
+  if (pending.size() <= start_) return;
+  std::vector<std::string> mine(pending.begin() + (std::ptrdiff_t)start_, pending.end());
+  pending.resize(start_);
+  if (std::uncaught_exceptions()) return;
+  for (const std::string& m : mine)
+    if (PyErr_WarnEx(PyExc_UserWarning, m.c_str(), 1) < 0) throw PythonError();
 }
 
 }  // namespace ember::python

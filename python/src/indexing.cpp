@@ -167,6 +167,7 @@ PyObject* tensor_getitem(PyObject* self, PyObject* index) {
 
 int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
   try {
+    WarningScope warnings;
     if (!value) { PyErr_SetString(PyExc_TypeError, "Tensor does not support item deletion"); return -1; }
     const Tensor& t = tensor_of(self);
     Indexed r = apply_index(t, index);

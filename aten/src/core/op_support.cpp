@@ -103,12 +103,17 @@ Overlap overlap_status(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+bool has_internal_overlap(const Tensor& t) {
+  if (is_non_overlapping_and_dense(t)) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return true;
+  return false;
+}
+
 void check_no_internal_overlap(const Tensor& written, const char* op) {
-  if (is_non_overlapping_and_dense(written)) return;
-  for (int64_t d = 0; d < written.dim(); ++d)
-    EMBER_CHECK(!(written.strides()[d] == 0 && written.sizes()[d] > 1), Runtime, op,
-                ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
-                "location. Please clone() the tensor before performing the operation.");
+  EMBER_CHECK(!has_internal_overlap(written), Runtime, op,
+              ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
+              "location. Please clone() the tensor before performing the operation.");
 }
 
 void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
