@@ -1,10 +1,10 @@
 """Memory-overlap checks on every write path, as PyTorch makes them.
 
 A written tensor with a stride-0 dim of size > 1 ("internal" overlap) raises for
-pointwise in-place and out= ops, copy_ and the derived in-place/out= variants;
-fill_/zero_ may write into it. A written tensor that shares some but not all of
-an input's memory ("partial" overlap) raises; the very same view (`a.add_(a)`)
-works; layouts too hard to decide (strided, non-dense) pass. Each case runs on
+pointwise in-place and out= ops, copy_, `t[...] = number` and the derived
+in-place/out= variants; fill_/zero_ may write into it. A written tensor that shares
+some but not all of an input's memory ("partial" overlap) raises; the very same view
+(`a.add_(a)`) works; layouts too hard to decide (strided, non-dense) pass. Each case runs on
 ember and, when PyTorch is importable, on torch with the same outcome.
 """
 import numpy as np
@@ -75,6 +75,13 @@ CASES = [
     ("copy_-from-expanded-element", lambda L: (lambda v: (v[1:].copy_(v[0].expand(5)), v)[1])(ramp(L)), "ok"),
     ("setitem-shifted", lambda L: (lambda v: (v.__setitem__(slice(1, None), v[:-1]), v)[1])(ramp(L)), PARTIAL),
     ("setitem-tensor-into-expanded", lambda L: expanded(L, 4, 3).__setitem__(slice(None), L.ones(3)), INTERNAL),
+    # a number assigned through basic indexing is copied in, as PyTorch does: fill_'s allowance does not apply
+    ("setitem-number-into-expanded", lambda L: expanded(L, 4, 3).__setitem__(slice(None), 1.0), INTERNAL),
+    ("setitem-number-ellipsis-expanded", lambda L: expanded(L, 4, 3).__setitem__(Ellipsis, 1), INTERNAL),
+    ("setitem-number-into-expanded-column", lambda L: expanded(L, 4, 3).__setitem__((slice(None), 0), 1.0),
+     INTERNAL),
+    ("setitem-number-into-row-of-expanded", lambda L: (lambda a: (a.__setitem__(0, 2.0), a)[1])(expanded(L, 4, 3)),
+     "ok"),
     # fill_ / zero_ give every element one value: an expanded self is fine
     ("fill_-expanded-self", lambda L: expanded(L, 4, 3).fill_(2), "ok"),
     ("zero_-expanded-self", lambda L: L.ones(1, 3).expand(4, 3).zero_(), "ok"),

@@ -3,6 +3,7 @@
 // lists) are advanced indices, gathered by `index` and written by `index_put_`.
 #include <vector>
 
+#include "ember/op_support.h"
 #include "ember/ops.h"
 #include "python_support.h"
 
@@ -181,6 +182,8 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
       run_op(work_of(r.view), [&] { ember::copy_(r.view, v, false); });
     } else if (is_number(value)) {
       Scalar v = arg_scalar(value);
+      // PyTorch copies the number in (a[:] = 1 on an expanded `a` raises), though fill_ itself allows it.
+      check_no_internal_overlap(r.view, "copy_");
       run_op(work_of(r.view), [&] { ember::fill_(r.view, v); });
     } else {
       Tensor v = tensor_from_data(value);
