@@ -99,6 +99,15 @@ class OpGen:
         checks += [f'check_no_partial_overlap({written}, {n}, "{op_name}");' for n in lists]
         return checks
 
+    def out_overlap_checks(self):
+        """The checks of a derived non-pointwise out=: no internal overlap; with `out_overlap: partial`
+        no input sharing part of out's memory (PyTorch's TensorIterator ops), with `any` none at all (cat)."""
+        if self.op.out_overlap == "partial":
+            return self.overlap_checks("out", self.name)
+        inputs = [p.name for p in self.params if p.type.base == "Tensor"] if self.op.out_overlap == "any" else []
+        return ([f'check_no_internal_overlap(out, "{self.name}");']
+                + [f'check_no_overlap(out, {n}, "{self.name}");' for n in inputs])
+
     def args_copying_aliases(self, cond):
         """The call arguments where, when C++ `cond` holds, each tensor sharing memory
         with `self` (self included) is passed as a clone."""

@@ -18,7 +18,7 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self"}
+           "special", "fits_self", "out_overlap"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
@@ -63,6 +63,7 @@ class Op:
     require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
     allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
     fits_self: str = None  # a Scalar argument written into self: checked against self's dtype before dispatch
+    out_overlap: str = None  # what a derived non-pointwise out= refuses besides internal overlap: partial | any
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
@@ -187,6 +188,11 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("fits_self"),
                             f"{sig.full_name}: fits_self names a Scalar argument of an op with `self`")
         op.fits_self = entry["fits_self"]
+    if "out_overlap" in entry:
+        if entry["out_overlap"] not in ("partial", "any") or "out" not in derive or kind in ("pointwise", "reduction"):
+            raise SpecError(file, entry.line_of("out_overlap"),
+                            f"{sig.full_name}: out_overlap is partial or any, on a non-pointwise op deriving out")
+        op.out_overlap = entry["out_overlap"]
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

@@ -129,6 +129,14 @@ def test_fits_self_names_a_scalar_argument(tmp_path):
 
 
 
+def test_out_overlap_on_derived_out_of_non_pointwise_ops(tmp_path):
+    cat = "- func: cat(Tensor[] tensors, int dim=0) -> Tensor\n  kind: composite\n  doc: Joins.\n"
+    assert load(tmp_path, cat + "  derive: [out]\n  out_overlap: any\n").ops[0].out_overlap == "any"
+    for body in (cat + "  out_overlap: any\n", cat + "  derive: [out]\n  out_overlap: some\n",
+                 GOOD_OP + "  out_overlap: partial\n"):
+        assert "out_overlap is partial or any, on a non-pointwise op deriving out" in error_of(tmp_path, body)
+
+
 def test_fill_checks_its_value_before_dispatch(tmp_path):
     # fits_self: the overflow check runs in the op entry, so CUDA's kernel is covered as the CPU one.
     r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",

@@ -4,7 +4,8 @@ A written tensor with a stride-0 dim of size > 1 ("internal" overlap) raises for
 pointwise in-place and out= ops, copy_, `t[...] = number` and the derived
 in-place/out= variants; fill_/zero_ may write into it. A written tensor that shares
 some but not all of an input's memory ("partial" overlap) raises; the very same view
-(`a.add_(a)`) works; layouts too hard to decide (strided, non-dense) pass. Each case runs on
+(`a.add_(a)`) works, except for cat/stack's out=, which may share nothing with an
+input; layouts too hard to decide (strided, non-dense) pass. Each case runs on
 ember and, when PyTorch is importable, on torch with the same outcome.
 """
 import numpy as np
@@ -107,6 +108,23 @@ CASES = [
     ("matmul-out-expanded", lambda L: L.matmul(L.ones(4, 3), L.ones(3, 3), out=expanded(L, 4, 3)), INTERNAL),
     ("mean-out-expanded", lambda L: L.mean(L.ones(4, 4), 1, out=expanded(L, 4)), INTERNAL),
     ("cat-out-expanded", lambda L: L.cat([L.ones(2, 3), L.ones(2, 3)], out=expanded(L, 4, 3)), INTERNAL),
+    # div's out= follows PyTorch's pointwise rule (the same view is fine); cat's and stack's refuse
+    # any input sharing out's memory, the same view included (PyTorch's cat)
+    ("div-out-shifted-self", lambda L: (lambda v: L.div(v[:4], 2.0, out=v[1:5]))(ramp(L)), PARTIAL),
+    ("div-out-shifted-other", lambda L: (lambda v: L.div(L.ones(4), v[:4], out=v[1:5]))(ramp(L)), PARTIAL),
+    ("div-floor-out-shifted", lambda L: (lambda v: L.div(v[:4], 2.0, rounding_mode="floor", out=v[1:5]))(ramp(L)),
+     PARTIAL),
+    ("div-trunc-out-transposed", lambda L: (lambda a: L.div(a.t(), 2.0, rounding_mode="trunc", out=a))(mat(L)),
+     PARTIAL),
+    ("div-out-same-view", lambda L: (lambda v: L.div(v, 2.0, out=v))(ramp(L)), "ok"),
+    ("cat-out-is-input", lambda L: (lambda v: L.cat([v], out=v))(ramp(L)), PARTIAL),
+    ("cat-out-overlaps-inputs", lambda L: (lambda v: L.cat([v[:2], v[2:4]], out=v[1:5]))(ramp(L)), PARTIAL),
+    ("cat-out-holds-an-input", lambda L: (lambda v: L.cat([v[:3], L.ones(3)], out=v))(ramp(L)), PARTIAL),
+    ("cat-out-disjoint-view", lambda L: (lambda v: (L.cat([v[:2], v[2:4]], out=v[4:8]), v)[1])(ramp(L, 8)), "ok"),
+    ("stack-out-is-base-of-inputs", lambda L: (lambda a: L.stack([a[0], a[1]], out=a))(mat(L, 2)), PARTIAL),
+    ("stack-out-same-memory", lambda L: (lambda a: L.stack([a[0]], out=a))(ramp(L, 4).reshape(1, 4)), PARTIAL),
+    ("stack-out-disjoint-view", lambda L: (lambda v: (L.stack([v[:2], v[2:4]], out=v[4:8].view(2, 2)), v)[1])(
+        ramp(L, 8)), "ok"),
     ("stack-out-expanded", lambda L: L.stack([L.ones(3), L.ones(3)], out=expanded(L, 2, 3)), INTERNAL),
     # reductions with out= (PyTorch checks neither overlap there; all elements agree here)
     ("sum-out-expanded", lambda L: (L.sum(L.ones(4, 4), 1, out=expanded(L, 4)), None)[1], "ok"),

@@ -116,14 +116,32 @@ void check_no_internal_overlap(const Tensor& written, const char* op) {
               "location. Please clone() the tensor before performing the operation.");
 }
 
-void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
-  EMBER_CHECK(!input.defined() || overlap_status(written, input) != Overlap::Partial, Runtime, op,
+namespace {
+
+void check_overlap_status(const Tensor& written, const Tensor& input, bool allow_full, const char* op) {
+  if (!input.defined()) return;
+  const Overlap s = overlap_status(written, input);
+  EMBER_CHECK(s != Overlap::Partial && (allow_full || s != Overlap::Full), Runtime, op,
               ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
               "single memory location. Please clone() the tensor before performing the operation.");
 }
 
+}  // namespace
+
+void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
+  check_overlap_status(written, input, true, op);
+}
+
 void check_no_partial_overlap(const Tensor& written, const TensorList& inputs, const char* op) {
   for (const Tensor& t : inputs) check_no_partial_overlap(written, t, op);
+}
+
+void check_no_overlap(const Tensor& written, const Tensor& input, const char* op) {
+  check_overlap_status(written, input, false, op);
+}
+
+void check_no_overlap(const Tensor& written, const TensorList& inputs, const char* op) {
+  for (const Tensor& t : inputs) check_no_overlap(written, t, op);
 }
 
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op) {
