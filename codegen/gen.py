@@ -108,11 +108,9 @@ class OpGen:
         return ([f'check_no_internal_overlap(out, "{self.name}");']
                 + [f'check_no_overlap(out, {n}, "{self.name}");' for n in inputs])
 
-    def args_copying_aliases(self, cond):
-        """The call arguments where, when C++ `cond` holds, each tensor sharing memory
-        with `self` (self included) is passed as a clone."""
-        return ", ".join(f"{cond} ? copy_if_aliases({p.name}, self) : {p.name}" if p.type.is_tensor else p.name
-                         for p in self.params)
+    def args_cloning_self(self, cond):
+        """The call arguments, with `self` passed as a clone when C++ `cond` holds."""
+        return ", ".join(f"{cond} ? ember::clone(self) : self" if p.name == "self" else p.name for p in self.params)
 
     def any_requires_grad(self):
         """C++: grad mode is on and a tensor argument requires grad."""

@@ -284,7 +284,7 @@ def test_floor_divide_has_no_derivative_but_div_floor_does():
     x = ember.tensor([1.5, -2.5], requires_grad=True)
     y = ember.tensor([2.0, 3.0], requires_grad=True)
     for f in (lambda: ember.floor_divide(x, y), lambda: x // y, lambda: x // 2):
-        with pytest.raises(RuntimeError, match="floor_divide"):
+        with pytest.raises(RuntimeError, match="^derivative for aten::floor_divide is not implemented$"):
             f().sum().backward()
     with pytest.raises(RuntimeError, match="floor_divide"):
         x.clone().floor_divide_(y).sum().backward()

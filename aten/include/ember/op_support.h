@@ -45,8 +45,6 @@ void check_no_overlap(const Tensor& written, const TensorList& inputs, const cha
 bool has_internal_overlap(const Tensor& t);
 // Both checks, for an op that reads `inputs` elementwise into `written`.
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op);
-// `t`, or a clone of it when it shares memory with `self` (which an in-place op overwrites).
-Tensor copy_if_aliases(const Tensor& t, const Tensor& self);
 // The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);

@@ -149,10 +149,6 @@ void check_write_overlap(const Tensor& written, std::initializer_list<const Tens
   for (const Tensor* t : inputs) check_no_partial_overlap(written, *t, op);
 }
 
-Tensor copy_if_aliases(const Tensor& t, const Tensor& self) {
-  return t.defined() && t.storage() == self.storage() ? ember::clone(t) : t;
-}
-
 Tensor clone_for_save(const Tensor& t) {
   NoGradGuard guard;
   return ember::clone(t);
