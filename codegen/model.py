@@ -18,7 +18,7 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self", "out_overlap"}
+           "special", "fits_self", "out_overlap", "numbers"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
@@ -64,6 +64,7 @@ class Op:
     allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
     fits_self: str = None  # a Scalar argument written into self: checked against self's dtype before dispatch
     out_overlap: str = None  # what a derived non-pointwise out= refuses besides internal overlap: partial | any
+    numbers: list = field(default_factory=list)  # Tensor arguments that also take a Python number
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
@@ -193,6 +194,12 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("out_overlap"),
                             f"{sig.full_name}: out_overlap is partial or any, on a non-pointwise op deriving out")
         op.out_overlap = entry["out_overlap"]
+    if "numbers" in entry:
+        nums = entry["numbers"]
+        if not isinstance(nums, list) or any(not (sig.param(n) and sig.param(n).type.base == "Tensor"
+                                                  and not sig.param(n).type.is_list) for n in nums):
+            raise SpecError(file, entry.line_of("numbers"), f"{sig.full_name}: numbers lists Tensor arguments")
+        op.numbers = list(nums)
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

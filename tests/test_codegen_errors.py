@@ -119,14 +119,18 @@ FILL_OP = """\
 """
 
 
+def test_numbers_name_tensor_arguments(tmp_path):
+    assert load(tmp_path, GOOD_OP + "  numbers: [self, other]\n").ops[0].numbers == ["self", "other"]
+    for bad in ("[othr]", "other", "[value]"):
+        body = GOOD_OP + f"  numbers: {bad}\n" if bad != "[value]" else FILL_OP + "  numbers: [value]\n"
+        msg = error_of(tmp_path, body)
+        assert ": numbers lists Tensor arguments" in msg
 
 
 def test_fits_self_names_a_scalar_argument(tmp_path):
     assert load(tmp_path, FILL_OP + "  fits_self: value\n").ops[0].fits_self == "value"
     msg = error_of(tmp_path, FILL_OP + "  fits_self: self\n")
     assert msg.startswith("ops.yaml:10: ") and "fits_self names a Scalar argument of an op with `self`" in msg
-
-
 
 
 def test_out_overlap_on_derived_out_of_non_pointwise_ops(tmp_path):

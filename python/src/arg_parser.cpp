@@ -59,7 +59,7 @@ bool check_type(PyObject* o, const ParamSpec& p) {
     case ArgType::Str: return PyUnicode_Check(o);
     case ArgType::Scalar: return is_number(o) || is_tensor(o);
     case ArgType::ScalarType: return PyObject_TypeCheck(o, DTypeType);
-    case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || is_int(o);
+    case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || (is_int(o) && !PyBool_Check(o));
     case ArgType::Generator: return PyObject_TypeCheck(o, GeneratorType);
   }
   return false;
