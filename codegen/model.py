@@ -18,7 +18,7 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self", "out_overlap", "numbers"}
+           "special", "fits_self", "out_overlap", "numbers", "fit_numbers"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
@@ -65,6 +65,7 @@ class Op:
     fits_self: str = None  # a Scalar argument written into self: checked against self's dtype before dispatch
     out_overlap: str = None  # what a derived non-pointwise out= refuses besides internal overlap: partial | any
     numbers: list = field(default_factory=list)  # Tensor arguments that also take a Python number
+    fit_numbers: bool = False  # those numbers must fit the compute dtype (PyTorch's where.Scalar*)
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
@@ -200,6 +201,11 @@ def _parse_op(entry, sets, file):
                                                   and not sig.param(n).type.is_list) for n in nums):
             raise SpecError(file, entry.line_of("numbers"), f"{sig.full_name}: numbers lists Tensor arguments")
         op.numbers = list(nums)
+    if "fit_numbers" in entry:
+        if kind != "pointwise" or not op.numbers or not isinstance(entry["fit_numbers"], bool):
+            raise SpecError(file, entry.line_of("fit_numbers"),
+                            f"{sig.full_name}: fit_numbers is true or false, on a pointwise op with numbers")
+        op.fit_numbers = entry["fit_numbers"]
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

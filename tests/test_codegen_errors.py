@@ -125,6 +125,9 @@ def test_numbers_name_tensor_arguments(tmp_path):
         body = GOOD_OP + f"  numbers: {bad}\n" if bad != "[value]" else FILL_OP + "  numbers: [value]\n"
         msg = error_of(tmp_path, body)
         assert ": numbers lists Tensor arguments" in msg
+    msg = error_of(tmp_path, GOOD_OP + "  fit_numbers: true\n")
+    assert msg.startswith("ops.yaml:11: ") and "fit_numbers is true or false, on a pointwise op with numbers" in msg
+    assert load(tmp_path, GOOD_OP + "  numbers: [other]\n  fit_numbers: true\n").ops[0].fit_numbers
 
 
 def test_fits_self_names_a_scalar_argument(tmp_path):

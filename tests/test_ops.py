@@ -253,6 +253,24 @@ def test_scalar_arguments_overflow_like_pytorch():
     assert (ember.zeros(2, dtype=ember.uint8) - 1).tolist() == [255, 255]
 
 
+def test_where_python_number_must_fit_like_pytorch():
+    """where's number operand is converted to the result dtype with the overflow check
+    (PyTorch's where.ScalarOther/ScalarSelf); float16/bfloat16 take it as inf, as there."""
+    c = ember.tensor([True, False, True])
+    t8 = ember.tensor([1, -2, 3], dtype=ember.int8)
+    for call in (lambda: ember.where(c, t8, 1000), lambda: ember.where(c, 1000, t8), lambda: t8.where(c, -129),
+                 lambda: ember.where(c, t8.to(ember.uint8), -256), lambda: ember.where(c, t8.float(), 1e39)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type .* without overflow"):
+            call()
+    r = ember.where(c, t8, 1.5)
+    assert dtype_name(r.dtype) == "float32" and r.tolist() == [1.0, 1.5, 3.0]
+    assert ember.where(c, t8, 127).tolist() == [1, 127, 3]
+    assert ember.where(c, t8.to(ember.uint8), -1).tolist() == [1, 255, 3]
+    assert ember.where(c, t8.half(), 1e6).tolist() == [1.0, np.inf, 3.0]
+    assert ember.where(c, t8, ember.tensor(1000)).tolist() == [1, -24, 3]  # a tensor is cast, unchecked
+    assert ember.where(c, 1000, 2000).tolist() == [1000, 2000, 1000]
+
+
 REDUCE_DTYPE_CASES = [
     ("sum-int8", lambda L: L.tensor([100, 100, 100], dtype=L.int8).sum(dtype=L.int8), 44),
     ("prod-int8", lambda L: L.tensor([100, 100, 100], dtype=L.int8).prod(dtype=L.int8), 64),
