@@ -129,11 +129,18 @@ class OpGen:
         checks += [f'check_no_partial_overlap({written}, {n}, "{op_name}");' for n in lists]
         return checks
 
-    def args_copying_aliases(self, cond):
-        """The call arguments where, when C++ `cond` holds, each tensor sharing memory
-        with `self` (self included) is passed as a clone."""
-        return ", ".join(f"{cond} ? copy_if_aliases({p.name}, self) : {p.name}" if p.type.is_tensor else p.name
-                         for p in self.params)
+    def out_overlap_checks(self):
+        """The checks of a derived non-pointwise out=: no internal overlap; with `out_overlap: partial`
+        no input sharing part of out's memory (PyTorch's TensorIterator ops), with `any` none at all (cat)."""
+        if self.op.out_overlap == "partial":
+            return self.overlap_checks("out", self.name)
+        inputs = [p.name for p in self.params if p.type.base == "Tensor"] if self.op.out_overlap == "any" else []
+        return ([f'check_no_internal_overlap(out, "{self.name}");']
+                + [f'check_no_overlap(out, {n}, "{self.name}");' for n in inputs])
+
+    def args_cloning_self(self, cond):
+        """The call arguments, with `self` passed as a clone when C++ `cond` holds."""
+        return ", ".join(f"{cond} ? ember::clone(self) : self" if p.name == "self" else p.name for p in self.params)
 
     def any_requires_grad(self):
         """C++: grad mode is on and a tensor argument requires grad."""

@@ -18,7 +18,7 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special"}
+           "special", "fits_self", "out_overlap", "numbers", "fit_numbers"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 
@@ -62,6 +62,10 @@ class Op:
     nonnegative: str = None  # an integer input that must not hold negative values (pow's exponent)
     require_one_of: list = field(default_factory=list)  # optional arguments of which one must be given
     allow_internal_overlap: bool = False  # an in-place op that may write into an expanded self (fill_)
+    fits_self: str = None  # a Scalar argument written into self: checked against self's dtype before dispatch
+    out_overlap: str = None  # what a derived non-pointwise out= refuses besides internal overlap: partial | any
+    numbers: list = field(default_factory=list)  # Tensor arguments that also take a Python number
+    fit_numbers: bool = False  # those numbers must fit the compute dtype (PyTorch's where.Scalar*)
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
 
@@ -180,6 +184,28 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("allow_internal_overlap"),
                             f"{sig.full_name}: allow_internal_overlap is true or false, on an in-place op (name_)")
         op.allow_internal_overlap = entry["allow_internal_overlap"]
+    if "fits_self" in entry:
+        p = sig.param(entry["fits_self"])
+        if p is None or p.type.base != "Scalar" or p.type.optional or not sig.param("self"):
+            raise SpecError(file, entry.line_of("fits_self"),
+                            f"{sig.full_name}: fits_self names a Scalar argument of an op with `self`")
+        op.fits_self = entry["fits_self"]
+    if "out_overlap" in entry:
+        if entry["out_overlap"] not in ("partial", "any") or "out" not in derive or kind in ("pointwise", "reduction"):
+            raise SpecError(file, entry.line_of("out_overlap"),
+                            f"{sig.full_name}: out_overlap is partial or any, on a non-pointwise op deriving out")
+        op.out_overlap = entry["out_overlap"]
+    if "numbers" in entry:
+        nums = entry["numbers"]
+        if not isinstance(nums, list) or any(not (sig.param(n) and sig.param(n).type.base == "Tensor"
+                                                  and not sig.param(n).type.is_list) for n in nums):
+            raise SpecError(file, entry.line_of("numbers"), f"{sig.full_name}: numbers lists Tensor arguments")
+        op.numbers = list(nums)
+    if "fit_numbers" in entry:
+        if kind != "pointwise" or not op.numbers or not isinstance(entry["fit_numbers"], bool):
+            raise SpecError(file, entry.line_of("fit_numbers"),
+                            f"{sig.full_name}: fit_numbers is true or false, on a pointwise op with numbers")
+        op.fit_numbers = entry["fit_numbers"]
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":

@@ -158,10 +158,9 @@ def python_groups(model, ops):
             has_out = "out" in op.derive and not inplace
             shown = params + ([_out_param()] if has_out else [])
             ov = Overload(op, form, params, _display(pyname, shown, form == "function"))
-            if op.kind in ("pointwise", "composite") and any(p.type.is_tensor for p in op.sig.params):
-                tensor_names = [p.name for p in op.sig.params if p.type.is_tensor]
-                first = tensor_names[0] if form == "function" else "self"
-                ov.allow_number = {n for n in tensor_names if n != first}
+            # A Python number only where PyTorch takes one (a Scalar overload or its wrapped numbers):
+            # maximum(t, 2) raises TypeError, as there.
+            ov.allow_number = {n for n in op.numbers if n in {p.name for p in params}}
             ov.spec_params = shown
             ov.has_out, ov.inplace = has_out, inplace
             key = (form, pyname)

@@ -110,6 +110,51 @@ def test_allow_internal_overlap_only_on_inplace_ops(tmp_path):
     assert load(tmp_path, fill + "  allow_internal_overlap: true\n").ops[0].allow_internal_overlap
 
 
+FILL_OP = """\
+- func: fill_(Tensor self, Scalar value) -> Tensor
+  kind: kernel
+  kernels: {cpu: fill_cpu}
+  dtypes: all
+  doc: Fills.
+"""
+
+
+def test_numbers_name_tensor_arguments(tmp_path):
+    assert load(tmp_path, GOOD_OP + "  numbers: [self, other]\n").ops[0].numbers == ["self", "other"]
+    for bad in ("[othr]", "other", "[value]"):
+        body = GOOD_OP + f"  numbers: {bad}\n" if bad != "[value]" else FILL_OP + "  numbers: [value]\n"
+        msg = error_of(tmp_path, body)
+        assert ": numbers lists Tensor arguments" in msg
+    msg = error_of(tmp_path, GOOD_OP + "  fit_numbers: true\n")
+    assert msg.startswith("ops.yaml:11: ") and "fit_numbers is true or false, on a pointwise op with numbers" in msg
+    assert load(tmp_path, GOOD_OP + "  numbers: [other]\n  fit_numbers: true\n").ops[0].fit_numbers
+
+
+def test_fits_self_names_a_scalar_argument(tmp_path):
+    assert load(tmp_path, FILL_OP + "  fits_self: value\n").ops[0].fits_self == "value"
+    msg = error_of(tmp_path, FILL_OP + "  fits_self: self\n")
+    assert msg.startswith("ops.yaml:10: ") and "fits_self names a Scalar argument of an op with `self`" in msg
+
+
+def test_out_overlap_on_derived_out_of_non_pointwise_ops(tmp_path):
+    cat = "- func: cat(Tensor[] tensors, int dim=0) -> Tensor\n  kind: composite\n  doc: Joins.\n"
+    assert load(tmp_path, cat + "  derive: [out]\n  out_overlap: any\n").ops[0].out_overlap == "any"
+    for body in (cat + "  out_overlap: any\n", cat + "  derive: [out]\n  out_overlap: some\n",
+                 GOOD_OP + "  out_overlap: partial\n"):
+        assert "out_overlap is partial or any, on a non-pointwise op deriving out" in error_of(tmp_path, body)
+
+
+def test_fill_checks_its_value_before_dispatch(tmp_path):
+    # fits_self: the overflow check runs in the op entry, so CUDA's kernel is covered as the CPU one.
+    r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",
+                        "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    entries = "".join(p.read_text() for p in sorted((tmp_path / "gen").glob("ops_*.cpp")))
+    body = entries[entries.index("Tensor fill_(const Tensor& self, const Scalar& value) {"):]
+    body = body[:body.index("\n}\n")]
+    assert body.index("check_scalar_fits(value, self.dtype());") < body.index("kernel_for(dispatch::fill_")
+
+
 def test_pointwise_without_scalar(tmp_path):
     msg = error_of(tmp_path, GOOD_OP.replace("  scalar: self * other\n", ""))
     assert msg.startswith("ops.yaml:5: ") and "needs `scalar:`" in msg

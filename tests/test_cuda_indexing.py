@@ -254,10 +254,11 @@ def test_duplicates_without_accumulate_take_one_value():
     assert numpy(g)[1] in (5.0, 6.0, 7.0, 8.0) and numpy(g)[0] == 0 and numpy(g)[2] == 0
 
 
-def test_index_put_rejects_overlapping_self():
+def test_index_put_into_expanded_self_warns_and_writes():
     g = ember.zeros(1).cuda().expand(4)
-    with pytest.raises(RuntimeError, match="single memory location"):
+    with pytest.warns(UserWarning, match="Use of index_put_ on expanded tensors is deprecated"):
         g.index_put_([idx([0])], ember.tensor(1.0).cuda())
+    assert numpy(g).tolist() == [1.0] * 4
 
 
 # ---------------------------------------------------------------- errors

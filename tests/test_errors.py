@@ -185,7 +185,6 @@ NOT_IMPLEMENTED = [
     ("bitwise_left_shift", "Float", lambda: ember.tensor([1.]) << 1),
     ("softmax", "Long", lambda: ember.softmax(ember.tensor([1, 2]), 0)),
     ("log_softmax", "Long", lambda: ember.tensor([1, 2]).log_softmax(0)),
-    ("sum", "Bool", lambda: ember.tensor([1, 2]).sum(dtype=ember.bool)),
     ("arange_cpu", "Bool", lambda: ember.arange(3, dtype=ember.bool)),
     ("check_uniform_bounds", "Long", lambda: ember.rand(2, dtype=ember.int64)),
 ]
@@ -349,6 +348,78 @@ def test_wrong_argument_types(name, arg, fn):
         fn()
     msg = message(e)
     assert name in msg and arg in msg
+
+
+# A Python number for a Tensor argument: accepted only where PyTorch takes one (its wrapped
+# numbers for add/sub/mul/div, or a Scalar overload such as eq.Scalar); elsewhere TypeError.
+TENSOR_ONLY = [
+    ("maximum(", lambda t: ember.maximum(t, 2.0)), ("maximum(", lambda t: t.maximum(2)),
+    ("maximum_(", lambda t: t.maximum_(2)), ("minimum(", lambda t: ember.minimum(t, 2)),
+    ("minimum(", lambda t: ember.minimum(2, t)), ("logical_and(", lambda t: ember.logical_and(t, 2)),
+    ("logical_and(", lambda t: t.logical_and(True)), ("logical_and_(", lambda t: t.logical_and_(2)),
+    ("logical_or(", lambda t: ember.logical_or(t, 0)), ("logical_or(", lambda t: t.logical_or(1.5)),
+    ("max(", lambda t: ember.max(t, 2.5)), ("min(", lambda t: t.min(2.5)),
+    ("matmul(", lambda t: ember.matmul(t, 2)), ("mv(", lambda t: ember.ones(3, 3).mv(2)),
+    ("eq(", lambda t: ember.eq(2, t)), ("lt(", lambda t: ember.lt(2.5, t)),
+    ("where(", lambda t: ember.where(True, t, 2)),
+]
+
+
+@pytest.mark.parametrize("name,fn", TENSOR_ONLY, ids=[f"{n}{i}" for i, (n, _) in enumerate(TENSOR_ONLY)])
+def test_tensor_only_arguments_refuse_python_numbers(name, fn):
+    with pytest.raises(TypeError) as e:
+        fn(ember.ones(3))
+    assert name in message(e)
+
+
+TAKES_NUMBERS = [
+    lambda L, t: L.add(2, t), lambda L, t: L.sub(2.5, t, alpha=2), lambda L, t: L.mul(t, 3),
+    lambda L, t: L.div(1, t), lambda L, t: L.div(t, 2, rounding_mode="floor"), lambda L, t: L.true_divide(3, t),
+    lambda L, t: L.floor_divide(7, t), lambda L, t: L.remainder(7, t), lambda L, t: t.remainder(2),
+    lambda L, t: L.eq(t, 2), lambda L, t: t.ge(1.5), lambda L, t: L.where(t > 1, 2, t), lambda L, t: t.where(t > 1, 0),
+    lambda L, t: L.where(t > 1, 1.5, 2), lambda L, t: t.clone().copy_(5), lambda L, t: L.bitwise_and(6, t.long()),
+    lambda L, t: L.bitwise_left_shift(1, t.long()),
+]
+
+
+@pytest.mark.parametrize("fn", TAKES_NUMBERS)
+def test_python_numbers_where_pytorch_takes_them(fn):
+    t = ember.tensor([1.0, 2.0, 3.0])
+    got = fn(ember, t)
+    try:
+        import torch
+    except ImportError:
+        return
+    want = fn(torch, torch.tensor([1.0, 2.0, 3.0]))
+    assert got.tolist() == want.tolist() and str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+
+
+def test_binary_ops_take_numbers_exactly_where_torch_does():
+    torch = pytest.importorskip("torch")
+    from harness.spec import load_spec
+    checked = 0
+    for op in load_spec().ops:
+        tensors = op.tensor_params
+        if len(tensors) != 2 or tensors[0].name != "self" or op.name.startswith("_") or op.kind == "view":
+            continue
+        for form in ("function", "method"):
+            if form not in op.variants or not hasattr(torch.Tensor if form == "method" else torch, op.name):
+                continue
+            for number in (2, 2.5):
+                outcomes = []
+                for lib in (ember, torch):
+                    t = lib.ones(3, 3)
+                    fn = getattr(t, op.name) if form == "method" else (lambda x, f=getattr(lib, op.name): f(t, x))
+                    try:
+                        fn(number)
+                        outcomes.append("ok")
+                    except TypeError:
+                        outcomes.append("TypeError")
+                    except (RuntimeError, IndexError):
+                        outcomes.append("other")  # the number was accepted (or matched another overload)
+                assert outcomes[0] == outcomes[1], f"{form} {op.full_name}({number}): ember {outcomes[0]}, torch {outcomes[1]}"
+                checked += 1
+    assert checked > 40
 
 
 def test_unknown_attribute():

@@ -1,10 +1,18 @@
 """Tensor.__getitem__ / __setitem__ against NumPy (PyTorch's rules): basic
 indexing (ints, slices, None, ...), advanced indexing (integer tensors and
 lists, bool masks), views that write through, assignment, and the errors."""
+import re
+import warnings
+
 import numpy as np
 import pytest
 
 import ember
+
+try:
+    import torch
+except ImportError:  # the suite runs without PyTorch; only the comparisons need it
+    torch = None
 
 S = slice
 E = Ellipsis
@@ -382,6 +390,67 @@ def test_setitem_with_itself_overlapping():
     x = ember.tensor([1, 2, 3, 4])
     x[ember.tensor([0, 1])] = x[ember.tensor([2, 3])]
     assert x.tolist() == [3, 4, 3, 4]
+
+
+EXPANDED_WARNING = "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor"
+
+# Writes into zeros(3).expand(2, 3), whose two rows are one row in memory: PyTorch warns
+# (deprecated) and writes in order, the last write winning and accumulate adding every value.
+EXPANDED_WRITES = [
+    ("row", lambda L, a: a.index_put_((L.tensor([0]),), L.tensor(1.0))),
+    ("element-last-wins", lambda L, a: a.index_put_((L.tensor([0, 1]), L.tensor([1, 1])), L.tensor([5.0, 6.0]))),
+    ("rows-last-wins", lambda L, a: a.index_put_((L.tensor([1, 0]),), L.tensor([[1.0, 2, 3], [10, 20, 30]]))),
+    ("accumulate-adds-each", lambda L, a: a.index_put_((L.tensor([0, 1]),), L.tensor([[1.0, 2, 3], [10, 20, 30]]),
+                                                       accumulate=True)),
+    ("setitem-index", lambda L, a: a.__setitem__(L.tensor([0]), 3.0)),
+    ("setitem-mask", lambda L, a: a.__setitem__(L.tensor([[True, False, True], [False, False, False]]), 4.0)),
+]
+
+
+def _write_expanded(lib, write):
+    a = lib.zeros(3).expand(2, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write(lib, a)
+    return a, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("write", [w for _, w in EXPANDED_WRITES], ids=[i for i, _ in EXPANDED_WRITES])
+def test_index_put_into_expanded_self_warns_and_writes_like_pytorch(write):
+    a, caught = _write_expanded(ember, write)
+    assert any(m.startswith(EXPANDED_WARNING) for m in caught), caught
+    if torch is not None:
+        want, torch_caught = _write_expanded(torch, write)
+        assert any(m.startswith(EXPANDED_WARNING) for m in torch_caught)
+        np.testing.assert_array_equal(a.numpy(), want.numpy())
+
+
+def test_index_put_into_expanded_self_is_written_in_order():
+    # Many rows (the parallel path) aliasing one: still the last row's values, every time.
+    n = 100_000
+    a = ember.zeros(3).expand(n, 3)
+    with pytest.warns(UserWarning, match=re.escape(EXPANDED_WARNING)):
+        a.index_put_((ember.arange(n),), ember.arange(float(n)).unsqueeze(1).expand(n, 3))
+    assert a[0].tolist() == [n - 1.0] * 3
+    with pytest.warns(UserWarning, match=re.escape(EXPANDED_WARNING)):
+        a.index_put_((ember.arange(n),), ember.tensor(1.0), accumulate=True)
+    assert a[0].tolist() == [2.0 * n - 1] * 3
+
+
+def test_index_put_without_expanded_self_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ember.zeros(2, 3).index_put_((ember.tensor([0, 0]),), ember.tensor(1.0))
+        ember.zeros(3).expand(1, 3).index_put_((ember.tensor([0]),), ember.tensor(1.0))  # size-1 dim
+        ember.zeros(3).expand(2, 3)[0][ember.tensor([1])] = 2.0  # a row of it is not expanded
+
+
+def test_expanded_index_put_warning_as_error_raises():
+    a = ember.zeros(3).expand(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match=re.escape(EXPANDED_WARNING)):
+            a.index_put_((ember.tensor([0]),), ember.tensor(1.0))
 
 
 def test_setitem_shape_mismatch():

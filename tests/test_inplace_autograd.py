@@ -206,16 +206,57 @@ def test_inplace_reading_its_own_target_keeps_memory_flat(write):
         y.sum().backward()
 
 
-@pytest.mark.parametrize("rounding_mode", [None, "floor"])
-def test_derived_inplace_reading_its_own_target_differentiates_like_the_function(rounding_mode):
-    # div_ is computed out of place and copied in: it reads copies of what it overwrites,
-    # so y.div_(y) has div(y, y)'s gradient (and keeps no cycle alive).
+def _backward_of_div_reading_its_target(lib, rounding_mode, write):
+    x = lib.tensor([1.5, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+    try:
+        write(lib, x * 1, rounding_mode).sum().backward()
+    except RuntimeError as e:
+        return str(e)
+    return x.grad.tolist()
+
+
+def _div_then_write_the_divisor(lib, y, mode):
+    q = lib.div(lib.ones(3, dtype=y.dtype, requires_grad=True), y, rounding_mode=mode)
+    y.add_(1)
+    return q
+
+
+DIV_READING_ITS_TARGET = [
+    ("div_-self", lambda lib, y, mode: y.div_(y, rounding_mode=mode)),
+    ("div_-same-view", lambda lib, y, mode: y[:2].div_(y[:2], rounding_mode=mode)),
+    ("div-then-write-the-divisor", _div_then_write_the_divisor),
+]
+
+
+@pytest.mark.parametrize("rounding_mode", [None, "floor", "trunc"])
+@pytest.mark.parametrize("write", [w for _, w in DIV_READING_ITS_TARGET], ids=[i for i, _ in DIV_READING_ITS_TARGET])
+def test_div_backward_raises_when_its_saved_operand_was_overwritten(write, rounding_mode):
+    # div (any rounding mode) saves the other operand, as PyTorch's DivBackward0/2: writing it in
+    # place before backward raises there, so it must here, not give a zero (rounded) gradient.
+    got = _backward_of_div_reading_its_target(ember, rounding_mode, write)
+    assert isinstance(got, str) and "modified by an inplace operation" in got, got
+    if torch is not None:
+        want = _backward_of_div_reading_its_target(torch, rounding_mode, write)
+        assert isinstance(want, str) and "modified by an inplace operation" in want, want
+
+
+@pytest.mark.parametrize("rounding_mode", [None, "floor", "trunc"])
+def test_div_inplace_by_another_tensor_keeps_its_gradient(rounding_mode):
     x = ember.tensor([1.5, -2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    w = ember.tensor([2.0, 4.0, -1.0], dtype=ember.float64, requires_grad=True)
     y = x * 1
-    y.div_(y, rounding_mode=rounding_mode)
-    (y * ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)).sum().backward()
-    np.testing.assert_allclose(y.detach().numpy(), [1.0, 1.0, 1.0])
-    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.0, 0.0], atol=1e-12)
+    y.div_(w, rounding_mode=rounding_mode)
+    y.sum().backward()
+    want_x = [0.5, 0.25, -1.0] if rounding_mode is None else [0.0, 0.0, 0.0]
+    want_w = [-0.375, 0.125, -3.0] if rounding_mode is None else [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(x.grad.numpy(), want_x)
+    np.testing.assert_allclose(w.grad.numpy(), want_w)
+
+
+@pytest.mark.parametrize("rounding_mode", [None, "floor"])
+def test_derived_inplace_reading_its_own_target_keeps_memory_flat(rounding_mode):
+    # The saved divisor is the tensor div_ overwrites: the node drops it (backward raises)
+    # rather than hold it, and through its history the node itself, in a cycle.
     w = ember.randn(N, N, requires_grad=True)
 
     def step():

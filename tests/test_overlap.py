@@ -1,10 +1,11 @@
 """Memory-overlap checks on every write path, as PyTorch makes them.
 
 A written tensor with a stride-0 dim of size > 1 ("internal" overlap) raises for
-pointwise in-place and out= ops, copy_ and the derived in-place/out= variants;
-fill_/zero_ may write into it. A written tensor that shares some but not all of
-an input's memory ("partial" overlap) raises; the very same view (`a.add_(a)`)
-works; layouts too hard to decide (strided, non-dense) pass. Each case runs on
+pointwise in-place and out= ops, copy_, `t[...] = number` and the derived
+in-place/out= variants; fill_/zero_ may write into it. A written tensor that shares
+some but not all of an input's memory ("partial" overlap) raises; the very same view
+(`a.add_(a)`) works, except for cat/stack's out=, which may share nothing with an
+input; layouts too hard to decide (strided, non-dense) pass. Each case runs on
 ember and, when PyTorch is importable, on torch with the same outcome.
 """
 import numpy as np
@@ -75,6 +76,13 @@ CASES = [
     ("copy_-from-expanded-element", lambda L: (lambda v: (v[1:].copy_(v[0].expand(5)), v)[1])(ramp(L)), "ok"),
     ("setitem-shifted", lambda L: (lambda v: (v.__setitem__(slice(1, None), v[:-1]), v)[1])(ramp(L)), PARTIAL),
     ("setitem-tensor-into-expanded", lambda L: expanded(L, 4, 3).__setitem__(slice(None), L.ones(3)), INTERNAL),
+    # a number assigned through basic indexing is copied in, as PyTorch does: fill_'s allowance does not apply
+    ("setitem-number-into-expanded", lambda L: expanded(L, 4, 3).__setitem__(slice(None), 1.0), INTERNAL),
+    ("setitem-number-ellipsis-expanded", lambda L: expanded(L, 4, 3).__setitem__(Ellipsis, 1), INTERNAL),
+    ("setitem-number-into-expanded-column", lambda L: expanded(L, 4, 3).__setitem__((slice(None), 0), 1.0),
+     INTERNAL),
+    ("setitem-number-into-row-of-expanded", lambda L: (lambda a: (a.__setitem__(0, 2.0), a)[1])(expanded(L, 4, 3)),
+     "ok"),
     # fill_ / zero_ give every element one value: an expanded self is fine
     ("fill_-expanded-self", lambda L: expanded(L, 4, 3).fill_(2), "ok"),
     ("zero_-expanded-self", lambda L: L.ones(1, 3).expand(4, 3).zero_(), "ok"),
@@ -100,6 +108,23 @@ CASES = [
     ("matmul-out-expanded", lambda L: L.matmul(L.ones(4, 3), L.ones(3, 3), out=expanded(L, 4, 3)), INTERNAL),
     ("mean-out-expanded", lambda L: L.mean(L.ones(4, 4), 1, out=expanded(L, 4)), INTERNAL),
     ("cat-out-expanded", lambda L: L.cat([L.ones(2, 3), L.ones(2, 3)], out=expanded(L, 4, 3)), INTERNAL),
+    # div's out= follows PyTorch's pointwise rule (the same view is fine); cat's and stack's refuse
+    # any input sharing out's memory, the same view included (PyTorch's cat)
+    ("div-out-shifted-self", lambda L: (lambda v: L.div(v[:4], 2.0, out=v[1:5]))(ramp(L)), PARTIAL),
+    ("div-out-shifted-other", lambda L: (lambda v: L.div(L.ones(4), v[:4], out=v[1:5]))(ramp(L)), PARTIAL),
+    ("div-floor-out-shifted", lambda L: (lambda v: L.div(v[:4], 2.0, rounding_mode="floor", out=v[1:5]))(ramp(L)),
+     PARTIAL),
+    ("div-trunc-out-transposed", lambda L: (lambda a: L.div(a.t(), 2.0, rounding_mode="trunc", out=a))(mat(L)),
+     PARTIAL),
+    ("div-out-same-view", lambda L: (lambda v: L.div(v, 2.0, out=v))(ramp(L)), "ok"),
+    ("cat-out-is-input", lambda L: (lambda v: L.cat([v], out=v))(ramp(L)), PARTIAL),
+    ("cat-out-overlaps-inputs", lambda L: (lambda v: L.cat([v[:2], v[2:4]], out=v[1:5]))(ramp(L)), PARTIAL),
+    ("cat-out-holds-an-input", lambda L: (lambda v: L.cat([v[:3], L.ones(3)], out=v))(ramp(L)), PARTIAL),
+    ("cat-out-disjoint-view", lambda L: (lambda v: (L.cat([v[:2], v[2:4]], out=v[4:8]), v)[1])(ramp(L, 8)), "ok"),
+    ("stack-out-is-base-of-inputs", lambda L: (lambda a: L.stack([a[0], a[1]], out=a))(mat(L, 2)), PARTIAL),
+    ("stack-out-same-memory", lambda L: (lambda a: L.stack([a[0]], out=a))(ramp(L, 4).reshape(1, 4)), PARTIAL),
+    ("stack-out-disjoint-view", lambda L: (lambda v: (L.stack([v[:2], v[2:4]], out=v[4:8].view(2, 2)), v)[1])(
+        ramp(L, 8)), "ok"),
     ("stack-out-expanded", lambda L: L.stack([L.ones(3), L.ones(3)], out=expanded(L, 2, 3)), INTERNAL),
     # reductions with out= (PyTorch checks neither overlap there; all elements agree here)
     ("sum-out-expanded", lambda L: (L.sum(L.ones(4, 4), 1, out=expanded(L, 4)), None)[1], "ok"),

@@ -128,8 +128,8 @@ def test_pointwise_unary(name, long_mode):
 
 
 def _binary_pairs(rng, op, dtype):
-    """(a, b) inputs: same shape in any two layouts, broadcasts, a Python number, a 0-d
-    tensor and a mixed-dtype partner."""
+    """(a, b) inputs: same shape in any two layouts, broadcasts, a Python number (where the
+    op takes one), a 0-d tensor and a mixed-dtype partner."""
     test = op.test
     da, db = test.get("domain_a"), test.get("domain_b")
     if "distinct" in (da, db):
@@ -148,9 +148,10 @@ def _binary_pairs(rng, op, dtype):
                         Input(values_for(rng, shape, partner, db, lb), partner, lb)))
             out.append((Input(values_for(rng, shape, dtype, da, la), dtype, la),
                         Input(values_for(rng, (), dtype, db), dtype)))
-            number = values_for(rng, (), dtype, db).item()
-            out.append((Input(values_for(rng, shape, dtype, da, la), dtype, la),
-                        bool(number) if dtype == "bool" else number))
+            if op.tensor_params[1].name in op.numbers:  # a Python number where the op takes one
+                number = values_for(rng, (), dtype, db).item()
+                out.append((Input(values_for(rng, shape, dtype, da, la), dtype, la),
+                            bool(number) if dtype == "bool" else number))
     return out
 
 

@@ -2,6 +2,7 @@
 // (positional or keyword, defaults, `x.view(2, 3)` varargs sizes, numbers
 // where tensors are expected) checked against specs the generator writes.
 #include <cstring>
+#include <exception>
 #include <new>
 
 #include "python_support.h"
@@ -58,7 +59,7 @@ bool check_type(PyObject* o, const ParamSpec& p) {
     case ArgType::Str: return PyUnicode_Check(o);
     case ArgType::Scalar: return is_number(o) || is_tensor(o);
     case ArgType::ScalarType: return PyObject_TypeCheck(o, DTypeType);
-    case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || is_int(o);
+    case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || (is_int(o) && !PyBool_Check(o));
     case ArgType::Generator: return PyObject_TypeCheck(o, GeneratorType);
   }
   return false;
@@ -290,6 +291,16 @@ void set_python_error(const std::exception& e) {
   } else {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
+}
+
+WarningScope::~WarningScope() noexcept(false) {
+  std::vector<std::string>& pending = pending_warnings();
+  if (pending.size() <= start_) return;
+  std::vector<std::string> mine(pending.begin() + (std::ptrdiff_t)start_, pending.end());
+  pending.resize(start_);
+  if (std::uncaught_exceptions()) return;
+  for (const std::string& m : mine)
+    if (PyErr_WarnEx(PyExc_UserWarning, m.c_str(), 1) < 0) throw PythonError();
 }
 
 }  // namespace ember::python

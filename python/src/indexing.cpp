@@ -3,6 +3,7 @@
 // lists) are advanced indices, gathered by `index` and written by `index_put_`.
 #include <vector>
 
+#include "ember/op_support.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/fill_.h"
 #include "ember/ops/index.h"
@@ -174,6 +175,7 @@ PyObject* tensor_getitem(PyObject* self, PyObject* index) {
 
 int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
   try {
+    WarningScope warnings;
     if (!value) { PyErr_SetString(PyExc_TypeError, "Tensor does not support item deletion"); return -1; }
     const Tensor& t = tensor_of(self);
     Indexed r = apply_index(t, index);
@@ -187,6 +189,8 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* value) {
       run_op(work_of(r.view), [&] { ember::copy_(r.view, v, false); });
     } else if (is_number(value)) {
       Scalar v = arg_scalar(value);
+      // PyTorch copies the number in (a[:] = 1 on an expanded `a` raises), though fill_ itself allows it.
+      check_no_internal_overlap(r.view, "copy_");
       run_op(work_of(r.view), [&] { ember::fill_(r.view, v); });
     } else {
       Tensor v = tensor_from_data(value);

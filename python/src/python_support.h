@@ -97,6 +97,18 @@ int parse_args(const char* name, const OverloadSpec* overloads, int n, PyObject*
 // Thrown when a Python exception is already set.
 struct PythonError {};
 
+// Issues the warnings ember::warn recorded while a binding ran, when it returns
+// (a warning the filters make an error raises it); an op that failed drops them.
+class WarningScope {
+ public:
+  WarningScope() : start_(pending_warnings().size()) {}
+  WarningScope(const WarningScope&) = delete;
+  ~WarningScope() noexcept(false);
+
+ private:
+  size_t start_;
+};
+
 Tensor arg_tensor(PyObject* o, bool allow_number = false);
 Tensor arg_opt_tensor(PyObject* o, bool allow_number = false);
 TensorList arg_tensor_list(PyObject* o);
@@ -166,7 +178,7 @@ void set_python_error(const std::exception& e);
 
 }  // namespace ember::python
 
-#define EMBER_PY_BEGIN try {
+#define EMBER_PY_BEGIN try { ::ember::python::WarningScope ember_warnings__;
 #define EMBER_PY_END                                                        \
   }                                                                         \
   catch (const ::ember::python::PythonError&) { return nullptr; }           \

@@ -178,8 +178,11 @@ class Ctx:
 
     @property
     def scalar_operand_ok(self):
-        """A Python number can stand for `other` unless another overload of the name takes
-        a non-tensor there (max(t, 2) is max.dim, not max.other)."""
+        """A Python number can stand for `other` where the op declares it (`numbers:`, as PyTorch
+        takes one) and no other overload of the name takes a non-tensor there (max(t, 2) is max.dim)."""
+        tensors = self.op.tensor_params
+        if len(tensors) < 2 or tensors[1].name not in self.op.numbers:
+            return False
         for other in self.overloads:
             if other is not self.op and len(other.params) > 1 and not other.params[1].is_tensor:
                 return False

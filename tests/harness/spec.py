@@ -74,6 +74,7 @@ class Op:
     test: dict                      # the raw `test:` mapping (None when absent)
     differentiable: bool
     test_dtypes_given: tuple = None   # `test: dtypes:`, resolved
+    numbers: tuple = ()               # Tensor arguments that also take a Python number
     line: int = 0
 
     @property
@@ -282,6 +283,7 @@ def load_spec(ops_path=None, derivatives_path=None):
             test=test,
             differentiable=(full in derivatives) or (kind in ("composite", "view") and returns_tensors),
             test_dtypes_given=test_dtypes,
+            numbers=tuple(entry.get("numbers") or ()),
             line=lines.get(full, 0),
         ))
     return Spec(ops, sets, derivatives, derivative_keys, errors)

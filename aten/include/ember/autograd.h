@@ -36,6 +36,8 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual TensorList apply(TensorList&& grads) = 0;
   // Frees saved tensors after a backward pass without retain_graph.
   virtual void release_saved() {}
+  // SavedVariable::forget_if_modified on every saved tensor.
+  virtual void forget_modified_saved() {}
   bool should_compute(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
@@ -120,6 +122,11 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32
 // An in-place op on `self` makes `node` its new creator; refuses leaves that need grad.
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op);
 void check_inplace(const Tensor& self, const char* op);
+// The sequence number the next node created will get.
+uint64_t next_sequence_nr();
+// After a derived in-place op copied into self: the nodes of `value`'s graph created since
+// `first` drop the saved tensors that copy modified (backward raises on them, no cycle holds self).
+void forget_modified_since(const Tensor& value, uint64_t first);
 // Before an in-place op with autograd writes: views of graph tensors are refused.
 void check_view_inplace(const Tensor& self, const char* op);
 // Raises when an out= call would need autograd.

@@ -13,6 +13,9 @@ struct Node;
 namespace ember::autograd {
 
 Tensor zeros_like(const Tensor& self);
+// div with rounding_mode (PyTorch's DivBackward2): zero, but the formula names the other operand
+// so the node saves it, and an in-place write to it before backward raises, as in PyTorch.
+Tensor rounded_div_backward(const Tensor& grad, const Tensor& saved);
 // Sums a broadcast gradient down to `shape`.
 Tensor sum_to(const Tensor& grad, const IntList& shape);
 // The gradient of a reduction over `dim`, expanded back to the input `shape`.

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ember {
 
@@ -18,6 +19,17 @@ std::string str(const Args&... args) {
   std::ostringstream ss;
   (ss << ... << args);
   return ss.str();
+}
+
+// Warnings for the user (Python UserWarnings), held per thread until the
+// binding that ran the op issues them (python::WarningScope).
+inline std::vector<std::string>& pending_warnings() {
+  thread_local std::vector<std::string> warnings;
+  return warnings;
+}
+template <typename... Args>
+void warn(const Args&... args) {
+  pending_warnings().push_back(str(args...));
 }
 
 }  // namespace ember

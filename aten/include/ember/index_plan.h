@@ -46,8 +46,9 @@ std::vector<int64_t> enumerate_offsets(const DimVector& sizes, const DimVector& 
 std::vector<int64_t> index_offsets_on_host(const IndexPlan& plan, const char* op);
 [[noreturn]] void raise_index_out_of_bounds(const char* op, int64_t value, int64_t position, int64_t size);
 
-// index_put_: self must not have overlapping elements (stride-0 dims).
-void check_index_put_self(const Tensor& self, const char* op);
+// index_put_ into an expanded self (a stride-0 dim): PyTorch's deprecation warning, then the
+// writes land in order (the last wins, accumulate adds each). True when self is expanded.
+bool warn_if_expanded(const Tensor& self, const char* op);
 
 // The values of index_put_ as read by its kernels: broadcast to the result
 // shape (leading size-1 dims of values may go), in self's dtype, on self's

@@ -20,6 +20,7 @@ struct PointwiseConfig {
   const ScalarType* dtypes;  // dtypes the kernel is instantiated for
   int num_dtypes;
   int bool_input = -1;       // input index converted to bool and kept out of promotion
+  bool fit_numbers = false;  // wrapped-number inputs must fit the compute dtype (PyTorch's where.Scalar*)
 };
 
 // Dense strides for a new tensor of `shape` in the memory order of `inputs`

@@ -15,6 +15,10 @@ Fn kernel_for(Fn* table, Device device, const char* op) {
   return fn;
 }
 
+// PyTorch's overflow check of a Scalar written into a tensor of dtype `dt`
+// ("value cannot be converted to type int8_t without overflow"), before dispatch.
+void check_scalar_fits(const Scalar& s, ScalarType dt);
+
 // Tensors on one device; the first tensor's dtype among the op's declared dtypes.
 // `as`: the dtype= argument, when the op converts its input first.
 void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::initializer_list<const Tensor*> tensors,
@@ -34,10 +38,13 @@ void check_no_internal_overlap(const Tensor& written, const char* op);
 // view, `a.add_(a)`, is fine; `a.add_(a.t())` or `v[1:].add_(v[:-1])` are not).
 void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op);
 void check_no_partial_overlap(const Tensor& written, const TensorList& inputs, const char* op);
+// Raises when `input` shares any memory with `written`, the same view included (PyTorch's cat).
+void check_no_overlap(const Tensor& written, const Tensor& input, const char* op);
+void check_no_overlap(const Tensor& written, const TensorList& inputs, const char* op);
+// True when `t` has a stride-0 dim of size > 1 (an expanded tensor): what check_no_internal_overlap refuses.
+bool has_internal_overlap(const Tensor& t);
 // Both checks, for an op that reads `inputs` elementwise into `written`.
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op);
-// `t`, or a clone of it when it shares memory with `self` (which an in-place op overwrites).
-Tensor copy_if_aliases(const Tensor& t, const Tensor& self);
 // The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);

@@ -73,13 +73,15 @@ struct NotImplementedBackward final : Node {
   std::string op;
   std::string name() const override { return "NotImplemented"; }
   TensorList apply(TensorList&&) override {
-    EMBER_FAIL(Runtime, "the derivative for '", op, "' is not implemented");
+    EMBER_FAIL(Runtime, "derivative for aten::", op, " is not implemented");  // PyTorch's wording
   }
 };
 
 }  // namespace
 
 Tensor zeros_like(const Tensor& self) { return zeros_of(self.sizes(), self); }
+
+Tensor rounded_div_backward(const Tensor& grad, const Tensor&) { return zeros_like(grad); }
 
 Tensor sum_to(const Tensor& grad, const IntList& shape) {
   if (grad.sizes() == shape) return grad;

@@ -1,6 +1,8 @@
 // Nodes, edges, saved tensors, and the bookkeeping generated op wrappers call.
 #include <atomic>
 #include <mutex>
+#include <unordered_set>
+#include <vector>
 
 #include "ember/autograd.h"
 #include "ember/iterator.h"
@@ -19,6 +21,22 @@ void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 static std::atomic<uint64_t> g_sequence_nr{0};
 Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+uint64_t autograd::next_sequence_nr() { return g_sequence_nr.load(std::memory_order_relaxed); }
+
+void autograd::forget_modified_since(const Tensor& value, uint64_t first) {
+  std::vector<Node*> todo;
+  std::unordered_set<Node*> seen;
+  if (value.impl()->autograd && value.impl()->autograd->grad_fn) todo.push_back(value.impl()->autograd->grad_fn.get());
+  while (!todo.empty()) {
+    Node* n = todo.back();
+    todo.pop_back();
+    if (n->sequence_nr < first || !seen.insert(n).second) continue;
+    n->forget_modified_saved();
+    for (const Edge& e : n->next_edges)
+      if (e.fn) todo.push_back(e.fn.get());
+  }
+}
 
 void Node::add_input(const Tensor& t) {
   next_edges.push_back(t.defined() && t.requires_grad() ? autograd::gradient_edge(t) : Edge{});

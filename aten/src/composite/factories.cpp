@@ -31,7 +31,10 @@
 namespace ember {
 namespace {
 // Fills a tensor nobody else has seen yet: no version bump, no autograd.
-void fill_fresh(const Tensor& t, const Scalar& v) { kernel_for(dispatch::fill_, t.device(), "fill_")(t, v); }
+void fill_fresh(const Tensor& t, const Scalar& v) {
+  check_scalar_fits(v, t.dtype());
+  kernel_for(dispatch::fill_, t.device(), "fill_")(t, v);
+}
 }  // namespace
 
 

@@ -6,6 +6,7 @@
 
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/op_support.h"
 #include "ember/ops/clone.h"
 #include "ember/ops/to.h"
 
@@ -192,11 +193,11 @@ std::vector<int64_t> index_offsets_on_host(const IndexPlan& plan, const char* op
   return b_offs;
 }
 
-void check_index_put_self(const Tensor& self, const char* op) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    EMBER_CHECK(self.stride(d) != 0 || self.size(d) <= 1, Runtime, op,
-                ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation.");
+bool warn_if_expanded(const Tensor& self, const char* op) {
+  if (!has_internal_overlap(self)) return false;
+  warn("Use of ", op, " on expanded tensors is deprecated. Please clone() the tensor before performing this "
+       "operation. This also applies to advanced indexing e.g. tensor[indices] = tensor");
+  return true;
 }
 
 IndexPutValues prepare_index_put_values(const Tensor& self, const IndexPlan& plan, const Tensor& values,

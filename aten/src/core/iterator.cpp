@@ -168,6 +168,9 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
   }
   i = 0;
   for (const Tensor* t : inputs) {
+    // where(c, int8_t, 1000) raises; float16/bfloat16 take an out-of-range number as inf, as in PyTorch.
+    if (cfg.fit_numbers && t->is_wrapped_number() && compute != ScalarType::Float16 && compute != ScalarType::BFloat16)
+      check_scalar_fits(t->item(), compute);
     ScalarType want = (i == cfg.bool_input) ? ScalarType::Bool : compute;
     it.operands_[1 + i] = cast_to(*t, want);
     ++i;

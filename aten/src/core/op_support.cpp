@@ -8,6 +8,7 @@
 #include "ember/ops/copy_.h"
 #include "ember/ops/eq.h"
 #include "ember/ops/to.h"
+#include "ember/scalar_convert.h"
 
 namespace ember {
 
@@ -36,6 +37,10 @@ void check_kernel_args(const char* op, const ScalarType* dtypes, int n, std::ini
     if (!std::count(dtypes, dtypes + n, dt)) fail_dtype_not_implemented(op, dt);
     break;
   }
+}
+
+void check_scalar_fits(const Scalar& s, ScalarType dt) {
+  visit_dtype(dt, [&]<typename T>() { (void)checked_scalar<T>(s); });
 }
 
 // These value checks read the data back, so they run on the CPU only: on a GPU
@@ -102,31 +107,50 @@ Overlap overlap_status(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void check_no_internal_overlap(const Tensor& written, const char* op) {
-  if (is_non_overlapping_and_dense(written)) return;
-  for (int64_t d = 0; d < written.dim(); ++d)
-    EMBER_CHECK(!(written.strides()[d] == 0 && written.sizes()[d] > 1), Runtime, op,
-                ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
-                "location. Please clone() the tensor before performing the operation.");
+bool has_internal_overlap(const Tensor& t) {
+  if (is_non_overlapping_and_dense(t)) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return true;
+  return false;
 }
 
-void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
-  EMBER_CHECK(!input.defined() || overlap_status(written, input) != Overlap::Partial, Runtime, op,
+void check_no_internal_overlap(const Tensor& written, const char* op) {
+  EMBER_CHECK(!has_internal_overlap(written), Runtime, op,
+              ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
+              "location. Please clone() the tensor before performing the operation.");
+}
+
+namespace {
+
+void check_overlap_status(const Tensor& written, const Tensor& input, bool allow_full, const char* op) {
+  if (!input.defined()) return;
+  const Overlap s = overlap_status(written, input);
+  EMBER_CHECK(s != Overlap::Partial && (allow_full || s != Overlap::Full), Runtime, op,
               ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
               "single memory location. Please clone() the tensor before performing the operation.");
+}
+
+}  // namespace
+
+void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
+  check_overlap_status(written, input, true, op);
 }
 
 void check_no_partial_overlap(const Tensor& written, const TensorList& inputs, const char* op) {
   for (const Tensor& t : inputs) check_no_partial_overlap(written, t, op);
 }
 
+void check_no_overlap(const Tensor& written, const Tensor& input, const char* op) {
+  check_overlap_status(written, input, false, op);
+}
+
+void check_no_overlap(const Tensor& written, const TensorList& inputs, const char* op) {
+  for (const Tensor& t : inputs) check_no_overlap(written, t, op);
+}
+
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op) {
   check_no_internal_overlap(written, op);
   for (const Tensor* t : inputs) check_no_partial_overlap(written, *t, op);
-}
-
-Tensor copy_if_aliases(const Tensor& t, const Tensor& self) {
-  return t.defined() && t.storage() == self.storage() ? ember::clone(t) : t;
 }
 
 Tensor clone_for_save(const Tensor& t) {

@@ -55,6 +55,8 @@ ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const st
 
   ScalarType compute = rule == ReduceResult::Bool ? ScalarType::Bool : r.result_dtype;
   if (compute == ScalarType::Float16 || compute == ScalarType::BFloat16) compute = ScalarType::Float32;
+  // sum(dtype=int8) wraps, as PyTorch: an int64 accumulator cast back keeps the same low bits.
+  if (rule == ReduceResult::LongForIntegral && is_integral(compute, true)) compute = ScalarType::Int64;
   r.reduced = reduction_mask(dims, self.dim(), op);
   if (require_nonempty && self.numel() == 0) {
     EMBER_CHECK(dims.has_value(), Runtime, op,
@@ -63,12 +65,14 @@ ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const st
       EMBER_CHECK(!(r.reduced[d] && self.sizes()[d] == 0), Index, op, "(): Expected reduction dim ", d,
                   " to have non-zero size.");
   }
-  if (self.dtype() == compute) {
-    r.input = self;
-  } else {
-    r.input = empty_tensor(self.sizes(), compute, self.device());
-    kernel_for(dispatch::copy_, self.device(), "copy_")(r.input, self, false);
-  }
+  auto converted = [&](const Tensor& t, ScalarType dt) {
+    if (t.dtype() == dt) return t;
+    Tensor c = empty_tensor(t.sizes(), dt, t.device());
+    kernel_for(dispatch::copy_, t.device(), "copy_")(c, t, false);
+    return c;
+  };
+  // dtype= converts the input first, as PyTorch's self.to(dtype): 200.5 -> int8 wraps, float -> bfloat16 rounds.
+  r.input = converted(dtype && *dtype != compute ? converted(self, *dtype) : self, compute);
   r.output = empty_tensor(kept_sizes(self.sizes(), r.reduced), compute, self.device());
   return r;
 }

@@ -30,7 +30,7 @@ Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
 Tensor fill_cpu(const Tensor& self, const Scalar& value) {
   TensorIterator it = TensorIterator::nullary(self);
   visit_dtype(self.dtype(), [&]<typename T>() {
-    const T v = checked_scalar<T>(value);  // fill_(1000) on int8 raises, as in PyTorch
+    const T v = value.to<T>();  // checked before dispatch (fits_self)
     cpu_kernel(it, [v]() -> T { return v; });
   });
   return self;

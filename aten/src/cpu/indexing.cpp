@@ -33,13 +33,14 @@ HostOffsets host_offsets(const IndexPlan& plan, const char* op) {
           enumerate_offsets(plan.inner_sizes, plan.inner_strides)};
 }
 
-// Calls f(row, o, b) for every (outer, B) row in parallel.
+// Calls f(row, o, b) for every (outer, B) row, in parallel unless `serial`.
 template <typename F>
-void for_each_row(const HostOffsets& offs, F&& f) {
+void for_each_row(const HostOffsets& offs, F&& f, bool serial = false) {
   const int64_t nb = (int64_t)offs.b.size();
   const int64_t rows = (int64_t)offs.outer.size() * nb;
   const int64_t inner = std::max<int64_t>((int64_t)offs.inner.size(), 1);
-  parallel_for(rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
+  const int64_t grain = serial ? rows : std::max<int64_t>(1, kGrainSize / inner);
+  parallel_for(rows, grain, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) f(r, r / nb, r % nb);
   });
 }
@@ -70,7 +71,8 @@ Tensor index_cpu(const Tensor& self, const TensorList& indices) {
 }
 
 Tensor index_put_cpu(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate) {
-  check_index_put_self(self, "index_put_");
+  // Rows of an expanded self share memory: written one after another, the last wins (PyTorch's serial loop).
+  const bool serial = warn_if_expanded(self, "index_put_");
   const IndexPlan plan = plan_index(self, indices, "index_put_");
   const IndexPutValues pv = prepare_index_put_values(self, plan, values, "index_put_");
   if (plan.numel() == 0) return self;
@@ -98,7 +100,7 @@ Tensor index_put_cpu(const Tensor& self, const TensorList& indices, const Tensor
         U* d = dst + offs.outer[(size_t)o] + offs.b[(size_t)b];
         const U* s = src + vo[(size_t)o] + vb[(size_t)b];
         for (int64_t i = 0; i < inner; ++i) d[offs.inner[(size_t)i]] = s[vi[(size_t)i]];
-      });
+      }, serial);
     });
   } else {
     // Serial: duplicate indices must all add up.

@@ -268,7 +268,7 @@ Tensor index_cuda(const Tensor& self, const TensorList& indices) {
 }
 
 Tensor index_put_cuda(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate) {
-  check_index_put_self(self, "index_put_");
+  warn_if_expanded(self, "index_put_");
   const IndexPlan plan = plan_index(self, indices, "index_put_");
   const IndexPutValues pv = prepare_index_put_values(self, plan, values, "index_put_");
   const int64_t n = plan.numel();
