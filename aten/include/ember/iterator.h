@@ -26,6 +26,9 @@ struct PointwiseConfig {
 // Dense strides for a new tensor of `shape` in the memory order of `inputs`
 // (PyTorch's TensorIterator rule); empty when that order is row-major.
 DimVector layout_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs);
+// A new dense tensor of `shape` in that memory order.
+Tensor empty_in_memory_order(const DimVector& shape, std::initializer_list<const Tensor*> inputs, ScalarType dtype,
+                             Device device);
 
 class TensorIterator {
  public:

@@ -15,9 +15,8 @@ template <typename NodeT>
 Tensor fresh_copy(const Tensor& self, Device device, ScalarType dtype, bool contiguous = false) {
   // Integral results never take part in autograd.
   const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
-  const DimVector strides = contiguous ? DimVector() : layout_strides(self.sizes(), {&self});
-  Tensor result = strides.empty() ? empty_tensor(self.sizes(), dtype, device)
-                                  : empty_strided_tensor(self.sizes(), strides, dtype, device);
+  Tensor result = contiguous ? empty_tensor(self.sizes(), dtype, device)
+                            : empty_in_memory_order(self.sizes(), {&self}, dtype, device);
   {
     NoGradGuard guard;
     ember::copy_(result, self);

@@ -57,6 +57,8 @@ int64_t broadcast_stride(const Tensor& t, const DimVector& shape, int64_t d) {
 DimVector layout_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs) {
   const int nd = (int)shape.size();
   if (compute_numel(shape) == 0) return {};
+  // Contiguous inputs never reorder the dims: the common case skips the sort.
+  if (std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) { return t->is_contiguous(); })) return {};
   DimVector perm(nd);  // perm[0] is the innermost dim
   for (int d = 0; d < nd; ++d) perm[d] = nd - 1 - d;
   auto should_swap = [&](int64_t d0, int64_t d1) {
@@ -83,6 +85,12 @@ DimVector layout_strides(const DimVector& shape, std::initializer_list<const Ten
   int64_t next = 1;
   for (int d = 0; d < nd; ++d) { strides[perm[d]] = next; next *= shape[perm[d]]; }
   return strides;
+}
+
+Tensor empty_in_memory_order(const DimVector& shape, std::initializer_list<const Tensor*> inputs, ScalarType dtype,
+                             Device device) {
+  const DimVector strides = layout_strides(shape, inputs);
+  return strides.empty() ? empty_tensor(shape, dtype, device) : empty_strided_tensor(shape, strides, dtype, device);
 }
 
 ScalarType result_type(std::initializer_list<const Tensor*> ts) {
@@ -161,9 +169,7 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
       it.operands_[0] = out;
     }
   } else {
-    const DimVector strides = layout_strides(shape, inputs);
-    it.operands_[0] = strides.empty() ? empty_tensor(shape, out_dtype, device)
-                                      : empty_strided_tensor(shape, strides, out_dtype, device);
+    it.operands_[0] = empty_in_memory_order(shape, inputs, out_dtype, device);
     it.result_ = it.operands_[0];
   }
   i = 0;

@@ -7,7 +7,6 @@
 
 #include "ember/cpu/reduce.h"
 #include "ember/ops/linalg_vector_norm.h"
-#include "ember/ops/to.h"
 
 namespace ember::cpu {
 namespace {
@@ -75,6 +74,8 @@ void vector_norm_into(const TensorIterator& it, double ord, T* out, int64_t nout
 
 Tensor vector_norm_cpu(const Tensor& self, const Scalar& ord, const std::optional<IntList>& dim, bool keepdim,
                        std::optional<ScalarType> dtype) {
+  static const ScalarType kFloating[] = {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
+                                         ScalarType::Float64};
   const double p = ord.to_double();
   const ScalarType result_dtype = dtype.value_or(self.dtype());
   // check_kernel_args has checked that both are floating.
@@ -82,23 +83,21 @@ Tensor vector_norm_cpu(const Tensor& self, const Scalar& ord, const std::optiona
               dtype_title(self.dtype()), ") should be convertible without narrowing to the specified dtype (",
               dtype_title(result_dtype), ")");
   const std::optional<IntList> dims = dim && dim->empty() ? std::nullopt : dim;
-  const DimVector reduced = reduction_mask(dims, self.dim(), "linalg.vector_norm");
   if (p < 0 || std::isinf(p)) {  // max/min/negative powers have no identity to start from
+    const DimVector reduced = reduction_mask(dims, self.dim(), "linalg.vector_norm");
     EMBER_CHECK(dims || self.numel() > 0, Runtime, "linalg.vector_norm cannot compute the ", p,
                 " norm on an empty tensor because the operation does not have an identity");
     for (int64_t d = 0; d < self.dim(); ++d)
       EMBER_CHECK(!(reduced[d] && self.sizes()[d] == 0), Runtime, "linalg.vector_norm cannot compute the ", p,
                   " norm on the dimension ", d, " because this dimension is empty and the operation does not have an identity");
   }
-  const bool half = result_dtype == ScalarType::Float16 || result_dtype == ScalarType::BFloat16;
-  const ScalarType compute = half ? ScalarType::Float32 : result_dtype;
-  const Tensor x = self.dtype() == compute ? self : ember::to_dtype(self, compute);
-  Tensor result = empty_tensor(kept_sizes(x.sizes(), reduced), compute, x.device());
-  const TensorIterator it = TensorIterator::reduction(result, x);
-  if (compute == ScalarType::Float32) vector_norm_into(it, p, result.data<float>(), result.numel());
-  else vector_norm_into(it, p, result.data<double>(), result.numel());
-  if (!keepdim) result = drop_reduced_dims(result, reduced);
-  return compute == result_dtype ? result : ember::to_dtype(result, result_dtype);
+  // The shared setup: input in the compute dtype (float32 for 16-bit floats), output laid out, finish() squeezes and casts.
+  ReduceIterator r = ReduceIterator::make("linalg.vector_norm", self, dims, keepdim, dtype, ReduceResult::Same, kFloating,
+                                          4, false, Tensor());
+  const TensorIterator it = TensorIterator::reduction(r.output, r.input);
+  if (r.output.dtype() == ScalarType::Float32) vector_norm_into(it, p, r.output.data<float>(), r.output.numel());
+  else vector_norm_into(it, p, r.output.data<double>(), r.output.numel());
+  return r.finish();
 }
 
 }  // namespace ember::cpu
