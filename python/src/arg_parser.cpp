@@ -294,10 +294,13 @@ void set_python_error(const std::exception& e) {
 }
 
 WarningScope::~WarningScope() noexcept(false) {
+  // A thread's own warnings are in the count it reads, so 0 means none here.
+  if (pending_warning_count.load(std::memory_order_relaxed) == 0) return;
   std::vector<std::string>& pending = pending_warnings();
   if (pending.size() <= start_) return;
   std::vector<std::string> mine(pending.begin() + (std::ptrdiff_t)start_, pending.end());
   pending.resize(start_);
+  pending_warning_count.fetch_sub(mine.size(), std::memory_order_relaxed);
   if (std::uncaught_exceptions()) return;
   for (const std::string& m : mine)
     if (PyErr_WarnEx(PyExc_UserWarning, m.c_str(), 1) < 0) throw PythonError();

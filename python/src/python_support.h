@@ -101,7 +101,7 @@ struct PythonError {};
 // (a warning the filters make an error raises it); an op that failed drops them.
 class WarningScope {
  public:
-  WarningScope() : start_(pending_warnings().size()) {}
+  WarningScope() : start_(pending_warning_count.load(std::memory_order_relaxed) ? pending_warnings().size() : 0) {}
   WarningScope(const WarningScope&) = delete;
   ~WarningScope() noexcept(false);
 

@@ -46,7 +46,8 @@ template <bool Store, typename C>
 C exp_sum(const C* x, C* y, int64_t n, C m) {
   if (n > thresholds::kReduceBlock) {
     const int64_t half = thresholds::pairwise_split(n);
-    return exp_sum<Store>(x, y, half, m) + exp_sum<Store>(x + half, Store ? y + half : y, n - half, m);
+    const C left = exp_sum<Store>(x, y, half, m);  // first: memory is walked forward
+    return left + exp_sum<Store>(x + half, Store ? y + half : y, n - half, m);
   }
   C s = 0;
 #pragma omp simd reduction(+ : s)
