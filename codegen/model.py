@@ -49,7 +49,7 @@ class Op:
     variants: list
     derive: list
     doc: str
-    test: dict
+    test: dict              # the `test:` mapping ({} when absent): codegen generates nothing from it
     promote: str = None
     cast: dict = field(default_factory=dict)
     dtypes: list = field(default_factory=list)
@@ -68,6 +68,7 @@ class Op:
     fit_numbers: bool = False  # those numbers must fit the compute dtype (PyTorch's where.Scalar*)
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     derivative: Derivative = None
+    test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
     @property
     def name(self):
@@ -156,9 +157,13 @@ def _parse_op(entry, sets, file):
     if derive and not (len(sig.returns) == 1 and sig.returns[0].type.is_tensor):
         raise SpecError(file, entry.line_of("derive"), f"{sig.full_name}: only ops returning one Tensor derive variants")
     test = entry.get("test", {})
+    if not isinstance(test, dict):
+        raise SpecError(file, entry.line_of("test"), f"{sig.full_name}: test is a mapping (docs/SPEC.md section 8)")
     op = Op(sig, line, kind, variants, derive, str(entry.get("doc", "")).strip(), test)
     if not op.doc:
         raise SpecError(file, line, f"{sig.full_name}: every op needs a `doc:`")
+    if "dtypes" in test:
+        op.test_dtypes = _dtypes(test["dtypes"], sets, file, test.line_of("dtypes"))
     if "dtypes" in entry:
         op.dtypes = _dtypes(entry["dtypes"], sets, file, entry.line_of("dtypes"))
     elif kind in ("pointwise", "reduction", "kernel"):

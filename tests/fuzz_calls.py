@@ -176,14 +176,14 @@ def make_call(seed, index, targets):
     misuse = gen.chance(0.5)
     if ops:
         op = gen.pick(ops)
-        params = list(op.params)
+        params = list(op.sig.params)
         if kind == "method":
-            params = params[1:] if params and params[0].is_tensor else params
+            params = params[1:] if params and params[0].type.is_tensor else params
         args, kwargs = [], {}
         for p in params:
             if p.has_default and gen.chance(0.4):
                 continue
-            value = gen.typed(p.type, misuse)
+            value = gen.typed(str(p.type), misuse)
             if p.kw_only or (p.has_default and gen.chance(0.3)):
                 kwargs[p.name] = value
             else:

@@ -265,3 +265,20 @@ def test_special_only_on_pointwise_ops(tmp_path):
             "  special:\n    - {when: k == 2, scalar: self}\n")
     msg = error_of(tmp_path, body)
     assert msg.startswith("ops.yaml:8: ") and "only pointwise ops take `special:`" in msg
+
+
+COMPOSITE_OP = "- func: f(Tensor self) -> Tensor\n  kind: composite\n  doc: F.\n"
+
+
+def test_test_dtypes_resolve_against_the_dtype_sets(tmp_path):
+    (op,) = load(tmp_path, COMPOSITE_OP + "  test: {samples: unary, dtypes: \"floating + [int64]\", ref: a}\n").ops
+    assert op.test_dtypes == ["int64", "float32", "float64"] and op.test["samples"] == "unary"
+    (op,) = load(tmp_path, COMPOSITE_OP).ops
+    assert op.test == {} and op.test_dtypes == []
+    msg = error_of(tmp_path, COMPOSITE_OP + "  test:\n    samples: unary\n    dtypes: floatin\n")
+    assert msg.startswith("ops.yaml:10: ") and "unknown dtype set 'floatin'" in msg
+
+
+def test_test_block_is_a_mapping(tmp_path):
+    msg = error_of(tmp_path, COMPOSITE_OP + "  test: unary\n")
+    assert msg.startswith("ops.yaml:8: ") and "f: test is a mapping" in msg

@@ -396,10 +396,10 @@ def test_python_numbers_where_pytorch_takes_them(fn):
 
 def test_binary_ops_take_numbers_exactly_where_torch_does():
     torch = pytest.importorskip("torch")
-    from harness.spec import load_spec
+    from harness.spec import load_spec, tensor_args
     checked = 0
     for op in load_spec().ops:
-        tensors = op.tensor_params
+        tensors = tensor_args(op)
         if len(tensors) != 2 or tensors[0].name != "self" or op.name.startswith("_") or op.kind == "view":
             continue
         for form in ("function", "method"):

@@ -16,7 +16,7 @@ import ember
 from harness.collect import collect, rng_for
 from harness.gradcheck import gradcheck
 from harness.run import NONLEAF_INPLACE
-from harness.spec import load_spec
+from harness.spec import differentiable, load_spec
 
 try:
     import torch
@@ -41,7 +41,7 @@ INPLACE_GRAD_FORMS = [(c, FORMS[i % len(FORMS)]) for i, c in enumerate(INPLACE_G
 def test_every_differentiable_inplace_op_is_covered():
     # `test: {grad: false}` marks ops whose finite differences are meaningless (floor_divide).
     derived = {op.full_name for op in SPEC.ops
-               if "inplace" in op.derive and op.differentiable and (op.test or {}).get("grad", True)}
+               if "inplace" in op.derive and differentiable(op) and op.test.get("grad", True)}
     covered = {c.op.full_name for c in INPLACE_GRAD}
     assert derived and derived == covered, f"no in-place gradcheck for {sorted(derived - covered)}"
     assert "div" in covered  # the composite one, computed out of place and copied into self
@@ -138,7 +138,7 @@ def _inplace_composite_calls():
     """(id, fn(y, w)) for each in-place composite, with each of its keyword variants."""
     calls = []
     for name in INPLACE_COMPOSITES:
-        op = SPEC.op(name)
+        op = SPEC.by_full_name(name)
         for kwargs in op.test.get("kwargs", [{}]):
             tag = "-".join(f"{k}={v}" for k, v in kwargs.items())
             calls.append((f"{op.name}_{'-' + tag if tag else ''}",

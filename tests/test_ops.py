@@ -21,7 +21,7 @@ from harness.dtypes import TensorInfo, result_type
 from harness.gradcheck import gradcheck
 from harness.lint import lint
 from harness.run import check_forward, check_inplace, check_out, check_undeclared
-from harness.spec import parse_func, resolve_dtypes, load_spec
+from harness.spec import DEFAULT_TEST_DTYPES, load_spec, returns_several, role_of, run_dtypes, tensor_args
 from harness.tensors import dtype_name, make_tensor, to_numpy  # noqa: F401  (module-level helpers)
 
 # PyTorch's own warnings for legal calls: var/std over too few elements for the
@@ -79,6 +79,22 @@ def test_spec_entries_are_runnable():
     assert not problems, "\n".join(problems)
 
 
+def test_lint_reports_unrunnable_test_entries(tmp_path):
+    (tmp_path / "ops.yaml").write_text(
+        "dtype_sets: {floating: [float32, float64]}\nops:\n"
+        "- {func: f(Tensor self) -> Tensor, kind: composite, doc: F.}\n"
+        "- {func: g(Tensor self) -> Tensor, kind: composite, doc: G., test: {sample: unary, ref: a}}\n"
+        "- {func: h(Tensor self) -> Tensor, kind: view, doc: H., test: {samples: unary, domain_a: big, ref: 'a +'}}\n")
+    (tmp_path / "derivatives.yaml").write_text("[]\n")
+    problems = lint(load_spec(str(tmp_path / "ops.yaml"), str(tmp_path / "derivatives.yaml")))
+    assert [p.split(": ", 2)[1:] for p in problems if "ref does not parse" not in p] == [
+        ["f", "no test: entry (give one, or `skip:` with a reason)"],
+        ["g", "unknown test keys ['sample']"], ["g", "test: needs exactly one of samples: and cases:"],
+        ["h", "unknown domain_a 'big'"]]
+    unparsed = [p.split(": ")[:3] for p in problems if "ref does not parse" in p]
+    assert unparsed == [["ops.yaml:5", "h", "ref does not parse"]]
+
+
 # PyTorch's promotion with Python numbers and 0-d tensors, end to end through ember.
 WRAPPED = [
     ("int32*2.5", "int32", (), 2.5, "float32"),
@@ -106,15 +122,22 @@ def test_wrapped_number_promotion(name, dtype, other, number, expected):
     assert dtype_name(ember.mul(a, b).dtype) == expected
 
 
-def test_harness_reads_dtype_sets_and_signatures():
-    sets = {"floating": ["float32", "float64"], "integral": ["int32"], "numeric": "floating + integral"}
-    assert resolve_dtypes("numeric + [bool]", sets) == ["float32", "float64", "int32", "bool"]
-    name, overload, params, returns = parse_func(
-        "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-    assert (name, overload, [p.name for p in params]) == ("max", "dim", ["self", "dim", "keepdim"])
-    assert params[2].default is False and returns == [("Tensor", "values"), ("Tensor", "indices")]
-    *_, params, _ = parse_func("var(Tensor self, int[1]? dim=None, *, Scalar? correction=None) -> Tensor")
-    assert params[1].optional and params[1].takes_list and params[2].kw_only and params[2].is_scalar
+def test_harness_reads_the_spec_through_codegen():
+    """One reader of ops.yaml: the harness's ops are codegen's, and its few questions of an op
+    (roles, dtypes to run, tuple results) are answered from codegen's signatures and dtype sets."""
+    from codegen.model import Model
+    assert isinstance(SPEC, Model) and SPEC.dtype_sets["floating"] == ["float16", "bfloat16", "float32", "float64"]
+    max_dim = SPEC.by_full_name("max.dim")
+    assert [r.name for r in max_dim.sig.returns] == ["values", "indices"] and returns_several(max_dim)
+    assert max_dim.sig.param("keepdim").default is False and run_dtypes(max_dim) == max_dim.dtypes
+    where, cat = SPEC.by_full_name("where"), SPEC.by_full_name("cat")
+    assert [role_of(where, p) for p in tensor_args(where)] == ["c", "a", "b"]
+    assert [role_of(cat, p) for p in tensor_args(cat)] == ["tensors"] and not returns_several(cat)
+    var = SPEC.by_full_name("var")          # no `dtypes:`; `test: dtypes: floating`
+    assert var.dtypes == [] and run_dtypes(var) == SPEC.dtype_sets["floating"]
+    assert var.sig.param("correction").kw_only and var.sig.param("dim").type.is_list
+    assert run_dtypes(SPEC.by_full_name("view")) == DEFAULT_TEST_DTYPES
+    assert SPEC.by_full_name("zeros").variants == ["function"]      # a factory has no method form
 
 
 # ----------------------------------------------------------------------------- PyTorch's values at the edges

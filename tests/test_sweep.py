@@ -17,7 +17,7 @@ import pytest
 import ember
 from harness.dtypes import FLOATING, INTEGRAL, NUMPY_STORAGE, TensorInfo, is_floating, result_type, round_to
 from harness.samples import PARTNER
-from harness.spec import ALL_DTYPES, load_spec
+from harness.spec import ALL_DTYPES, load_spec, run_dtypes
 from harness.tensors import make_tensor
 from harness.sweep import (EPS, GRAIN, LAYOUTS, SMALL_BATCHED, THREADS, Input, Report, Tol, accumulated_tol,
                            as_torch, build, dtype_of, evaluate, gemm_shapes, num_threads, numel_shapes, reduction_shapes,
@@ -65,7 +65,7 @@ def describe(*inputs, threads, extra=""):
 # ----------------------------------------------------------------------------- pointwise
 
 def _unary_dtypes(op):
-    dts = list(op.test_dtypes)
+    dts = list(run_dtypes(op))
     if op.promote == "float":          # integer inputs promote to float32
         dts.append("int32")
     return dts
@@ -111,7 +111,8 @@ def test_pointwise_unary(name, long_mode):
         kwargs = kwarg_sets[ki]
         a = Input(values_for(rng, shape, dtype, test.get("domain_a"), layout, test.get("specials", False)),
                   dtype, layout)
-        scalars = [v for k, v in kwargs.items() if op.param(k).is_scalar and not op.param(k).kw_only]
+        params = {k: op.sig.param(k) for k in kwargs}
+        scalars = [v for k, v in kwargs.items() if params[k].type.base == "Scalar" and not params[k].kw_only]
         compute = _compute_dtype(op, [TensorInfo(dtype, a.values.ndim)] + scalars)
         if compute not in op.dtypes:
             continue
@@ -167,9 +168,9 @@ def _binary_tol(name, dtype, a, b):
 @pytest.mark.parametrize("name", BINARY)
 def test_pointwise_binary(name, long_mode):
     op, test, report, kwarg_sets, rng = _pointwise_setup("binary", name)
-    declared = op.dtypes or op.test_dtypes
+    declared = run_dtypes(op)
     cases = []
-    for dtype in op.test_dtypes:
+    for dtype in declared:
         for pair in _binary_pairs(rng, op, dtype):
             for threads in THREADS:
                 for ki in range(len(kwarg_sets)):
@@ -291,16 +292,16 @@ def _reduction_values(rng, name, shape, dtype, layout, reduced):
 
 def _reduction_dims(op, ndim, rng):
     """None, every dim (both signs) and, for int[1] dims, a pair."""
-    dim_param = op.param("dim")
+    dim_param = op.sig.param("dim")
     out = []
     if dim_param is None:
         return [None]
-    if op.name not in ("max", "min") or op.overload:
-        if dim_param.optional or op.name in ("amax", "amin"):
+    if op.name not in ("max", "min") or op.sig.overload:
+        if dim_param.type.optional or op.name in ("amax", "amin"):
             out.append(None)
     for d in range(ndim):
         out.append(d if rng.random() < 0.5 else d - ndim)
-    if dim_param.takes_list and ndim >= 2:
+    if dim_param.type.is_list and ndim >= 2:
         out.append((0, ndim - 1))
     return out
 
@@ -343,7 +344,7 @@ def test_reductions(name, long_mode):
     report = Report(f"sweep {name}")
     rng = rng_for("reduce", name)
     cases = []
-    for dtype in op.test_dtypes:
+    for dtype in run_dtypes(op):
         for shape in reduction_shapes():
             for dim in _reduction_dims(op, len(shape), rng):
                 for layout in LAYOUTS:
@@ -354,8 +355,8 @@ def test_reductions(name, long_mode):
         dims = () if dim is None else (dim if isinstance(dim, tuple) else (dim,))
         reduced = int(np.prod([shape[d] for d in dims])) if dims else int(np.prod(shape))
         a = Input(_reduction_values(rng, name, shape, dtype, layout, reduced), dtype, layout)
-        kwargs = {} if op.param("dim") is None else ({"dim": dim} if dim is not None else {})
-        if kwargs and op.param("keepdim") is not None:
+        kwargs = {} if op.sig.param("dim") is None else ({"dim": dim} if dim is not None else {})
+        if kwargs and op.sig.param("keepdim") is not None:
             kwargs["keepdim"] = keepdim
         keep = kwargs.get("keepdim", False)
         what = f"{name}{describe(a, threads=threads, extra=str(kwargs))}"
@@ -366,13 +367,13 @@ def test_reductions(name, long_mode):
             report.error(what, e)
             continue
         exp = _reduce_ref(op, a, dim, keep, ref_kind(dtype) if op.name not in ("all", "any") else "bool")
-        results = list(result) if op.n_returns > 1 else [result]
-        exps = list(exp) if op.n_returns > 1 else [exp]
+        results = list(result) if len(op.sig.returns) > 1 else [result]
+        exps = list(exp) if len(op.sig.returns) > 1 else [exp]
         torch_results = [None] * len(results)
         if torch is not None and name not in ("max", "min", "var", "std") and not (
                 name == "prod" and isinstance(dim, tuple)):
             tr = torch_fn(op)(as_torch(a), **kwargs)
-            torch_results = list(tr) if op.n_returns > 1 else [tr]
+            torch_results = list(tr) if len(op.sig.returns) > 1 else [tr]
         for r, e, d, t in zip(results, exps, _reduction_result_dtypes(op, dtype), torch_results):
             tol, scale = _reduction_tol(name, d, a, dim, keep)
             if isinstance(e, np.ndarray) and e.dtype == np.float64 and not is_floating(d) and d != "bool":
@@ -386,7 +387,7 @@ def test_softmax(name, long_mode):
     op = OPS[name]
     report = Report(f"sweep {name}")
     rng = rng_for("softmax", name)
-    cases = [(d, s, dim, layout, t) for d in op.test_dtypes for s in reduction_shapes() for dim in range(len(s))
+    cases = [(d, s, dim, layout, t) for d in run_dtypes(op) for s in reduction_shapes() for dim in range(len(s))
              for layout in LAYOUTS for t in THREADS]
     for dtype, shape, dim, layout, threads in subset(cases, 30, rng, long_mode):
         a = Input(values_for(rng, shape, dtype, None, layout), dtype, layout)
@@ -642,14 +643,14 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0,
 
 @pytest.mark.skipif(torch is None, reason="PyTorch defines these values (NumPy differs: sign(nan), ...)")
 @pytest.mark.parametrize("name", [n for n in UNARY + BINARY if torch_fn(OPS[n]) is not None
-                                  and set(OPS[n].test_dtypes) & set(FLOATING)])
+                                  and set(run_dtypes(OPS[n])) & set(FLOATING)])
 def test_special_values_match_pytorch(name):
     """±0, ±inf, nan, ±1, ±0.5, ±2, ±3 (and every pair for binary ops) give PyTorch's results,
     signs of zero and NaNs included, in every floating dtype the op takes."""
     op = OPS[name]
     report = Report(f"special values {name}")
     binary = name in BINARY
-    for dtype in [d for d in op.test_dtypes if d in FLOATING]:
+    for dtype in [d for d in run_dtypes(op) if d in FLOATING]:
         if binary:
             x, y = (g.ravel() for g in np.meshgrid(SPECIALS, SPECIALS, indexing="ij"))
             inputs = [Input(round_to(x, dtype), dtype), Input(round_to(y, dtype), dtype)]

@@ -9,7 +9,7 @@ from .gradcheck import differentiable_inputs
 from .run import reference
 from .rules import compute_dtype
 from .samples import GENERATORS, Arg, generate
-from .spec import ALL_DTYPES
+from .spec import ALL_DTYPES, differentiable, returns_several, run_dtypes
 
 GRADCHECK_MAX_ELEMENTS = 30
 GRADCHECK_MAX_SAMPLES = 8
@@ -45,7 +45,7 @@ class Cases:
 
 def _testable(op):
     t = op.test
-    return t is not None and "skip" not in t and "ref" in t and (
+    return "skip" not in t and "ref" in t and (
         "cases" in t or t.get("samples") in GENERATORS)
 
 
@@ -72,15 +72,15 @@ def _spread(items, n):
 def collect(spec):
     cases = Cases()
     for op in spec.ops:
-        if op.test is not None and "skip" in op.test:
+        if "skip" in op.test:
             cases.skipped.append(Case(op.full_name, op, None, reason=str(op.test.get("skip") or "")))
             continue
         if not _testable(op):
             continue                   # the lint test reports why
-        declared = set(op.test_dtypes)
+        declared = set(run_dtypes(op))
         grad = []
-        single = not (op.returns_list or op.n_returns > 1)
-        for dtype in op.test_dtypes:
+        single = not returns_several(op)
+        for dtype in run_dtypes(op):
             for s in generate(op, dtype, rng_for, spec.overloads(op.name)):
                 ref = reference(op, s)
                 if ref.compute is not None and ref.compute not in declared:
@@ -93,11 +93,11 @@ def collect(spec):
                     cases.inplace.append(case)
                 if "out" in op.derive and s.out_ok and single:
                     cases.out.append(case)
-                if dtype == "float64" and op.differentiable and op.test.get("grad", True) \
+                if dtype == "float64" and differentiable(op) and op.test.get("grad", True) \
                         and _grad_eligible(s, ref):
                     grad.append(case)
         cases.grad += _spread(grad, GRADCHECK_MAX_SAMPLES)
-        if op.dtypes is not None:
+        if op.dtypes:
             for dtype in ALL_DTYPES:
                 s = generate(op, dtype, rng_for, spec.overloads(op.name))[0]
                 compute = compute_dtype(op, s)

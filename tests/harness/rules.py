@@ -15,16 +15,14 @@ import numpy as np
 
 from .dtypes import TensorInfo, is_floating, result_type
 from .samples import Arg
-
-
-REDUCE_RESULTS = ("long_for_integral", "same", "bool")
+from .spec import extra_args, reduce_result, role_of, tensor_args
 
 
 def operands(op, sample):
     """Promotion operands: tensor inputs (not bool-cast ones) and positional Scalars."""
     out = []
-    for p in op.tensor_params:
-        role = op.role_of(p)
+    for p in tensor_args(op):
+        role = role_of(op, p)
         if role == "c":
             continue
         value = sample.inputs.get(role)
@@ -34,8 +32,8 @@ def operands(op, sample):
             elif v is not None:
                 out.append(v)
     for p, value in bound_extras(op, sample).items():
-        param = op.param(p)
-        if param.is_scalar and not param.kw_only and isinstance(value, (bool, int, float)):
+        param = op.sig.param(p)
+        if param.type.base == "Scalar" and not param.kw_only and isinstance(value, (bool, int, float)):
             out.append(value)
     return out
 
@@ -43,11 +41,11 @@ def operands(op, sample):
 def bound_extras(op, sample):
     """Non-tensor arguments the call passes: positional `args` then `kwargs`, by name."""
     bound = {}
-    positional = [p for p in op.extra_params if not p.kw_only]
+    positional = [p for p in extra_args(op) if not p.kw_only]
     for p, v in zip(positional, sample.args):
         bound[p.name] = v
     for k, v in sample.kwargs.items():
-        if op.param(k) is not None:
+        if op.sig.param(k) is not None:
             bound[k] = v
     return bound
 
@@ -58,10 +56,10 @@ def self_dtype(sample):
 
 
 def compute_dtype(op, sample):
-    if op.reduce.get("result") == "long_for_integral":
+    if reduce_result(op) == "long_for_integral":
         d = self_dtype(sample)
         return d if is_floating(d) else "int64"
-    if op.reduce.get("result") in REDUCE_RESULTS:
+    if reduce_result(op) is not None:
         return self_dtype(sample)
     common = result_type(operands(op, sample))
     if op.promote == "float" and not is_floating(common):
@@ -73,11 +71,11 @@ def result_dtypes(op, sample, compute, ref_outputs):
     """One dtype per output (ref_outputs: the NumPy reference's arrays)."""
     if op.promote in ("common", "float"):
         return [compute] * len(ref_outputs)
-    if op.reduce.get("result") == "bool":
+    if reduce_result(op) == "bool":
         return ["uint8" if compute == "uint8" else "bool"] * len(ref_outputs)
     if op.promote == "bool":
         return ["bool"] * len(ref_outputs)
-    if op.reduce.get("result") in ("long_for_integral", "same"):
+    if reduce_result(op) in ("long_for_integral", "same"):
         return [compute] * len(ref_outputs)
     out = []
     for r in ref_outputs:

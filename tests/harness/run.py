@@ -10,6 +10,7 @@ from .refs import eval_ref
 from .rules import bound_extras, compute_dtype, result_dtypes
 from . import tensors
 from .samples import Arg
+from .spec import extra_args, returns_several, role_of, tensor_args
 from .tensors import build_inputs, dtype_name, exact_values, make_tensor, to_numpy
 
 # (rtol, atol) by the dtype compared. Half types are compared in float32 against a
@@ -50,11 +51,11 @@ def tolerance(op, dtype):
 # ----------------------------------------------------------------------------- calling
 
 def ordered_tensors(op, inputs):
-    return [inputs[op.role_of(p)] for p in op.tensor_params]
+    return [inputs[role_of(op, p)] for p in tensor_args(op)]
 
 
 def _self_index(op):
-    names = [p.name for p in op.tensor_params]
+    names = [p.name for p in tensor_args(op)]
     return names.index("self")
 
 
@@ -83,8 +84,8 @@ def call(op, sample, inputs, form="function", out=None):
 
 def _takes_sizes(op):
     """A method whose one positional extra is an int[] (view, reshape, permute, expand)."""
-    extras = [p for p in op.extra_params if not p.kw_only]
-    return len(extras) == 1 and extras[0].type == "int[]"
+    extras = [p for p in extra_args(op) if not p.kw_only]
+    return len(extras) == 1 and str(extras[0].type) == "int[]"
 
 
 def forms(op, sample=None):
@@ -127,7 +128,7 @@ def reference(op, sample):
     try:
         ref.compute = compute_dtype(op, sample)
         cnp = compute_numpy_dtype(ref.compute)
-        names = {p.name: p.default for p in op.extra_params if p.has_default}
+        names = {p.name: p.default for p in extra_args(op) if p.has_default}
         names.update(bound_extras(op, sample))
         names["args"] = list(sample.args)
         names.update(sample.names)
@@ -136,8 +137,8 @@ def reference(op, sample):
         result = None
         for bool_as_int in (False, True):
             arrays = _inputs_as_arrays(op, sample, cnp, bool_as_int)
-            for p in op.tensor_params:
-                arrays[p.name] = arrays.get(op.role_of(p))
+            for p in tensor_args(op):
+                arrays[p.name] = arrays.get(role_of(op, p))
             try:
                 result = eval_ref(code, {**names, **arrays})
                 break
@@ -157,7 +158,7 @@ def reference(op, sample):
     except Exception as e:               # noqa: BLE001 - reported by the test that uses it
         ref.bug = e
         return ref
-    ref.seq = op.returns_list or op.n_returns > 1
+    ref.seq = returns_several(op)
     if ref.seq:
         if not isinstance(result, (tuple, list)):
             ref.bug = TypeError(f"ref of {op.full_name} must give a tuple, got {type(result).__name__}")
@@ -209,9 +210,9 @@ def assert_result(result, ref, op, what):
         assert len(result) == len(ref.outputs), f"{what}: {len(result)} results, expected {len(ref.outputs)}"
         for i, (r, e, d) in enumerate(zip(result, ref.outputs, ref.dtypes)):
             assert_tensor(r, e, d, op, f"{what} result {i}")
-        for i, (_, name) in enumerate(op.returns if op.n_returns > 1 else []):
-            if name:     # (Tensor values, Tensor indices): a namedtuple, as torch.max(t, 0).values
-                assert getattr(result, name, None) is result[i], f"{what}: result has no field {name!r}"
+        for i, r in enumerate(op.sig.returns if len(op.sig.returns) > 1 else []):
+            # (Tensor values, Tensor indices): a namedtuple, as torch.max(t, 0).values
+            assert getattr(result, r.name, None) is result[i], f"{what}: result has no field {r.name!r}"
     else:
         assert_tensor(result, ref.outputs[0], ref.dtypes[0], op, what)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .dtypes import category, is_floating
+from .spec import tensor_args
 
 # A partner dtype per dtype for mixed-dtype binary samples (dimensioned tensors) ...
 PARTNER = {
@@ -180,11 +181,12 @@ class Ctx:
     def scalar_operand_ok(self):
         """A Python number can stand for `other` where the op declares it (`numbers:`, as PyTorch
         takes one) and no other overload of the name takes a non-tensor there (max(t, 2) is max.dim)."""
-        tensors = self.op.tensor_params
+        tensors = tensor_args(self.op)
         if len(tensors) < 2 or tensors[1].name not in self.op.numbers:
             return False
         for other in self.overloads:
-            if other is not self.op and len(other.params) > 1 and not other.params[1].is_tensor:
+            params = other.sig.params
+            if other is not self.op and len(params) > 1 and not params[1].type.is_tensor:
                 return False
         return True
 
@@ -257,11 +259,11 @@ def gen_where(g):
 def _reduction_sample(g, shape, dim, keepdim, layout="contig"):
     """dim=None reduces everything: no dim is passed (only keepdim=True needs one: None, or
     [] where the parameter is not optional, as amax's `int[1] dim=[]`)."""
-    p = g.op.param("dim")
+    p = g.op.sig.param("dim")
     kwargs, out_ok = {}, True
     if dim is None:
         if keepdim:
-            kwargs = {"dim": None if p.optional else p.default, "keepdim": True}
+            kwargs = {"dim": None if p.type.optional else p.default, "keepdim": True}
         else:
             out_ok = False       # torch.sum(t, out=o) is not a PyTorch call: sum/prod's out= needs a dim
     else:
@@ -284,7 +286,7 @@ def _reductions(g, dims_2d, extra):
 
 
 def gen_reduction(g):
-    tuples = g.op.param("dim").takes_list
+    tuples = g.op.sig.param("dim").type.is_list
     dims = [(None, False), (None, True), (0, False), (0, True), (-1, False), (-1, True)]
     if tuples:
         dims += [((0, 1), False), ((0, 1), True)]

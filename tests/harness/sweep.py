@@ -19,6 +19,7 @@ import ember
 from .dtypes import FLOATING, NUMPY_STORAGE, is_floating, round_to
 from .refs import eval_ref
 from .samples import make_values
+from .spec import extra_args
 from .tensors import make_tensor, to_numpy
 
 try:                                   # the second reference; the sweep runs without it
@@ -203,7 +204,7 @@ def accumulated_tol(dtype, float32_rtol=1e-5):
 def ref_names(op, kwargs):
     """The names an ops.yaml `ref:` reads besides the inputs: the defaults of the op's
     non-tensor arguments, then what the call passes."""
-    names = {p.name: p.default for p in op.extra_params if p.has_default}
+    names = {p.name: p.default for p in extra_args(op) if p.has_default}
     names.update(kwargs)
     return names
 
