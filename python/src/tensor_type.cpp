@@ -186,7 +186,7 @@ int set_data(PyObject* self, PyObject* v, void*) {
   dst->strides = src.strides();
   dst->offset = src.offset();
   dst->dtype = src.dtype();
-  dst->refresh_numel();
+  dst->refresh_geometry();
   return 0;
 }
 PyObject* get_version(PyObject* self, void*) { return PyLong_FromUnsignedLong(SELF.version()); }

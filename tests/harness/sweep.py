@@ -221,7 +221,7 @@ def mismatch(got, exp, dtype, tol=None, scale=None):
         bad = got != e
         return _describe(bad, got, e) if bad.any() else None
     g, e = got.astype(np.float64), exp.astype(np.float64)
-    if dtype in ("float16", "bfloat16"):     # the exact result as the dtype holds it (65536 -> inf in float16)
+    if dtype != "float64":     # the exact result as the dtype holds it (65536 -> inf in float16, 2**129 in float32)
         with np.errstate(over="ignore"):
             e = round_to(e, dtype).astype(np.float64)
     tol = tol or pointwise_tol(dtype)
@@ -271,6 +271,10 @@ class Report:
                 return
             loose = None
             if is_floating(dtype):          # both are within tol of the exact result
+                if mismatch(t.numpy(), exp, dtype, tol, scale) is not None:
+                    # PyTorch misses the exact result that ember meets (a float16 log_softmax
+                    # of 65537 equal values is -inf there): nothing to compare.
+                    return
                 base = tol or pointwise_tol(dtype)
                 loose = Tol(2 * base.rtol, 2 * base.atol)
             problem = mismatch(got, t.numpy(), dtype, loose, scale)

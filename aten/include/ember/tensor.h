@@ -17,17 +17,18 @@ class Tensor;
 
 struct TensorImpl : RefCounted {
   Ref<StorageImpl> storage;
-  DimVector sizes, strides;
+  DimVector sizes, strides;  // after changing either, call refresh_geometry()
   int64_t offset = 0;  // in elements
   int64_t numel = 1;
+  bool contiguous = true;  // row-major dense, cached: checked on every op's fast path
   ScalarType dtype = ScalarType::Float32;
   bool is_wrapped_number = false;  // a Python number: promotes like one
   std::unique_ptr<AutogradMeta> autograd;
 
   TensorImpl(Ref<StorageImpl> s, DimVector sz, DimVector st, int64_t off, ScalarType dt);
   ~TensorImpl();
-  void refresh_numel();
-  bool is_contiguous() const;
+  void refresh_geometry();  // numel and contiguity from sizes and strides
+  bool is_contiguous() const { return contiguous; }
   Device device() const { return storage->device; }
   char* data() const { return static_cast<char*>(storage->data.ptr) + offset * (int64_t)itemsize(dtype); }
   AutogradMeta& autograd_meta();  // creates it on first use

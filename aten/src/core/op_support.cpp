@@ -173,7 +173,7 @@ void resize_(const Tensor& t, const DimVector& sizes) {
   }
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);
-  impl->refresh_numel();
+  impl->refresh_geometry();
 }
 
 void check_inplace_result(const Tensor& self, const Tensor& value, const char* op) {

@@ -17,21 +17,20 @@ Ref<StorageImpl> new_storage(size_t nbytes, Device device) {
 
 TensorImpl::TensorImpl(Ref<StorageImpl> s, DimVector sz, DimVector st, int64_t off, ScalarType dt)
     : storage(std::move(s)), sizes(std::move(sz)), strides(std::move(st)), offset(off), dtype(dt) {
-  refresh_numel();
+  refresh_geometry();
 }
 
 TensorImpl::~TensorImpl() = default;
 
-void TensorImpl::refresh_numel() { numel = compute_numel(sizes); }
-
-bool TensorImpl::is_contiguous() const {
+void TensorImpl::refresh_geometry() {
+  numel = compute_numel(sizes);
   int64_t expected = 1;
-  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
+  contiguous = true;
+  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0 && contiguous; --d) {
     if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return numel == 0;
+    contiguous = strides[d] == expected || numel == 0;
     expected *= sizes[d];
   }
-  return true;
 }
 
 AutogradMeta& TensorImpl::autograd_meta() {
