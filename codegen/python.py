@@ -56,12 +56,28 @@ class Overload:
     inplace: bool = False
 
 
+def public_name(op):
+    """The name of an op's function in its `python_module:`: without the `<last component>_` prefix
+    (linalg_vector_norm is ember.linalg.vector_norm, as in PyTorch); a name without it is kept."""
+    prefix = op.python_module.rsplit(".", 1)[-1] + "_"
+    if op.python_module and op.name.startswith(prefix) and len(op.name) > len(prefix):
+        return op.name[len(prefix):]
+    return op.name
+
+
+def module_table(path):
+    """The _C submodule holding the functions of ember namespace `path` ("" is ember itself)."""
+    return "_" + path.replace(".", "_") if path else "_VariableFunctions"
+
+
 @dataclass
 class Group:
     pyname: str
     form: str
     overloads: list
     doc: str
+    module: str = ""        # the ember namespace of a function ("" is ember itself)
+    public_name: str = ""   # its name there
 
     @property
     def cname(self):
@@ -165,7 +181,8 @@ def python_groups(model, ops):
             ov.has_out, ov.inplace = has_out, inplace
             key = (form, pyname)
             if key not in groups:
-                groups[key] = Group(pyname, form, [], op.doc)
+                module = op.python_module if form == "function" else ""
+                groups[key] = Group(pyname, form, [], op.doc, module, public_name(op) if module else pyname)
             groups[key].overloads.append(ov)
     for g in groups.values():
         # pow(t, 2) is pow.Tensor_Scalar, not pow with a wrapped number: a Tensor
@@ -258,6 +275,8 @@ def docs_text(model):
         out.append(op.doc)
         out.append("")
         out.append(f"- kind: {op.kind}; variants: {', '.join(variants)}")
+        if op.python_module:
+            out.append(f"- function: `ember.{op.python_module}.{public_name(op)}`")
         if op.dtypes:
             out.append(f"- dtypes: {', '.join(op.dtypes)}")
         if op.derivative:

@@ -65,6 +65,14 @@ PyObject* wrap_same(Tensor t, PyObject* receiver);
 PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
 
+// A generated op function: its method def (named by the op, as errors name it), the
+// ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.
+struct OpFunction {
+  const char* module;
+  const char* name;
+  PyMethodDef def;
+};
+
 // ---------------------------------------------------------------- parsing
 enum class ArgType : uint8_t {
   Tensor, TensorList, OptTensorList, Int, IntList, Float, Bool, Str, Scalar, ScalarType, Device, Generator

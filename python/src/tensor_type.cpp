@@ -445,15 +445,15 @@ Py_ssize_t sq_length(PyObject* self) {
 
 PyObject* tensor_getitem(PyObject* self, PyObject* index);            // indexing.cpp
 int tensor_setitem(PyObject* self, PyObject* index, PyObject* value);  // indexing.cpp
-void register_all_ops(std::vector<PyMethodDef>& functions, std::vector<PyMethodDef>& methods);
+void register_all_ops(std::vector<OpFunction>& functions, std::vector<PyMethodDef>& methods);
 
-// Builds the Tensor type with the generated methods; returns the module functions.
-std::vector<PyMethodDef>* create_tensor_type() {
-  static std::vector<PyMethodDef> functions, methods;
+// Builds the Tensor type with the generated methods; returns the op functions.
+std::vector<OpFunction>* create_tensor_type() {
+  static std::vector<OpFunction> functions;
+  static std::vector<PyMethodDef> methods;
   register_all_ops(functions, methods);
   for (PyMethodDef* m = hand_written_methods; m->ml_name; ++m) methods.push_back(*m);
   methods.push_back({nullptr, nullptr, 0, nullptr});
-  functions.push_back({nullptr, nullptr, 0, nullptr});
 
   static PyMemberDef members[] = {
       {"__dictoffset__", T_PYSSIZET, offsetof(PyTensor, dict), READONLY, nullptr},
