@@ -20,8 +20,9 @@ _load_blas()
 del _load_blas
 
 from . import _C  # noqa: E402
+from ._tensor import Tensor  # noqa: E402  (first: every tensor object made from now on is one)
 from ._C import (  # noqa: E402
-    Tensor, dtype, device, Generator, default_generator, UntypedStorage,
+    dtype, device, Generator, default_generator, UntypedStorage,
     bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     is_grad_enabled, initial_seed, get_num_threads, set_num_threads,
     get_default_dtype, set_default_dtype, promote_types,
@@ -39,7 +40,7 @@ int = int32
 short = int16
 
 from ._size import Size  # noqa: E402
-from . import _tensor, _storage  # noqa: E402,F401  (add the Python-level Tensor and storage methods)
+from . import _storage  # noqa: E402,F401  (adds the Python-level storage methods)
 from ._creation import (  # noqa: E402,F401
     tensor, as_tensor, from_numpy, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
     randint_like, is_tensor, is_floating_point, numel, result_type,

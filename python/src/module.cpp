@@ -46,11 +46,11 @@ struct type_caster<ScalarType> {
 
 namespace ember::python {
 std::vector<OpFunction>* create_tensor_type();
+void set_tensor_class(PyTypeObject* cls);
 void create_object_types(PyObject* module);
 void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
 extern PyObject* g_size_type;
-extern PyObject* g_legacy_new;
 extern PyObject* g_index_tensor_from;
 
 PyObject* get_grad_fn(PyObject* self, void*) {
@@ -101,6 +101,7 @@ void add_op_functions(py::module_& m, std::vector<python::OpFunction>& functions
     table.attr(f.name) = fn;
     table.attr("__all__").attr("append")(f.name);
   }
+  for (auto item : tables) item.second.attr("__all__").attr("sort")();
   m.attr("_op_modules") = tables;
 }
 
@@ -125,7 +126,7 @@ PYBIND11_MODULE(_C, m) {
   python::create_object_types(m.ptr());
   std::vector<python::OpFunction>* functions = python::create_tensor_type();
   if (!python::TensorType) throw py::error_already_set();
-  m.add_object("Tensor", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
+  m.add_object("TensorBase", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
   add_op_functions(m, *functions);
 
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")
@@ -145,7 +146,16 @@ PYBIND11_MODULE(_C, m) {
       .def("__repr__", [](Node& n) { return node_repr(n); });
 
   m.def("_set_size_type", [](py::object t) { python::g_size_type = t.release().ptr(); });
-  m.def("_set_legacy_new", [](py::object f) { python::g_legacy_new = f.release().ptr(); });
+  // ember.Tensor, the Python class of the tensor objects made from now on.
+  m.def("_set_tensor_class", [](py::type cls) {
+    try {
+      python::set_tensor_class((PyTypeObject*)cls.ptr());
+    } catch (const python::PythonError&) {
+      throw py::error_already_set();
+    } catch (const std::invalid_argument& e) {
+      throw py::type_error(e.what());
+    }
+  });
   m.def("_set_index_tensor_from", [](py::object f) { python::g_index_tensor_from = f.release().ptr(); });
   // The backward pass runs no Python (no Python hooks exist yet): other threads run meanwhile.
   m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph) {

@@ -22,7 +22,11 @@ struct PyTensor {
   PyObject* dict;
   PyObject* weakrefs;
 };
+// _C.TensorBase, the C type every tensor object is an instance of; new tensor
+// objects are made of TensorClass, the Python ember.Tensor (a subclass of it)
+// once ember/_tensor.py has set it (_C._set_tensor_class), else of TensorBase.
 extern PyTypeObject* TensorType;
+extern PyTypeObject* TensorClass;
 
 struct PyDType {
   PyObject_HEAD
