@@ -220,9 +220,15 @@ def _pyi_type(t, takes_number=False):
     return base
 
 
-def _pyi_ret(sig):
+def _pyi_return_type(op):
+    """The stub class of an op returning several tensors: a NamedTuple, as its struct sequence."""
+    return f"_return_{op.cpp_name}"
+
+
+def _pyi_ret(op):
+    sig = op.sig
     if len(sig.returns) > 1:
-        return "tuple[" + ", ".join("Tensor" for _ in sig.returns) + "]"
+        return _pyi_return_type(op)
     t = sig.returns[0].type
     return "tuple[Tensor, ...]" if t.is_list else "Tensor"
 
@@ -254,7 +260,7 @@ def _pyi_signatures(ov, name, rename_self):
         rest = _pyi_params([p for p in params[1:] if p.has_default or p.kw_only], rename_self, ov.allow_number)
         rest = [r for r in rest if r != "*"]
         forms.append([f"*{params[0].name}: _int"] + rest)
-    ret = "Tensor" if ov.form == "method" and name.endswith("_") else _pyi_ret(ov.op.sig)
+    ret = "Tensor" if ov.form == "method" and name.endswith("_") else _pyi_ret(ov.op)
     receiver = ["self"] if ov.form == "method" else []
     return [f"def {name}({', '.join(receiver + f)}) -> {ret}: ..." for f in forms]
 
@@ -288,11 +294,18 @@ def pyi_files(model, init_template):
     files = {}
     methods = _pyi_defs(groups, "method", "    ")
     functions = _pyi_defs(groups, "function")
-    files["_C/__init__.pyi"] = init_template.render(methods="\n".join(methods), functions="\n".join(functions))
+    tuples = []
+    for op in model.ops:
+        if len(op.sig.returns) > 1:
+            tuples.append(f"class {_pyi_return_type(op)}(NamedTuple):")
+            tuples += [f"    {r.name}: Tensor" for r in op.sig.returns]
+    files["_C/__init__.pyi"] = init_template.render(methods="\n".join(methods), functions="\n".join(functions),
+                                                    return_types="\n".join(tuples))
     for path in [""] + sorted({g.module for g in groups if g.module}):
         mine = [g for g in groups if g.form == "function" and g.module == path]
         names = sorted(g.public_name for g in mine)
-        lines = STUB_HEADER + ["from . import DeviceLike, Generator, Number, _dtype",
+        returned = sorted({_pyi_return_type(ov.op) for g in mine for ov in g.overloads if len(ov.op.sig.returns) > 1})
+        lines = STUB_HEADER + [f"from . import {', '.join(['DeviceLike', 'Generator', 'Number', '_dtype'] + returned)}",
                                "from .._tensor import Tensor", "", f"__all__ = {names!r}", ""]
         lines += _pyi_defs(mine, "function", public=True)
         files[f"_C/{module_table(path)}.pyi"] = "\n".join(lines) + "\n"

@@ -56,6 +56,8 @@ GOOD = """\
     rows = [row.add_(1) for row in x]
     text: str = repr(x) + str(x.dtype.itemsize) + x.device.type
     leaf: bool = x.is_leaf and x.requires_grad and x.grad_fn is None
+    best = x.max(1)
+    indices: Tensor = best.indices + ember.min(x, 0).values
 """
 
 # Each line is wrong; mypy names each one.
@@ -100,7 +102,7 @@ def errors_in(output, name):
 def test_the_typed_program_runs():
     ns = {}
     exec(compile(textwrap.dedent(GOOD), "good.py", "exec"), ns)
-    assert type(ns["view"]).__name__ == "MyTensor" and ns["n"] == 10
+    assert type(ns["view"]).__name__ == "MyTensor" and ns["n"] == 10 and ns["indices"].tolist() == [3.0, 4.0]
 
 
 def test_mypy_accepts_a_typed_program(mypy_run):
