@@ -9,7 +9,7 @@ import jinja2
 from . import expr
 from .cpp import args_list, literal, param_type, params_decl, return_type, value_type
 from .formula import emit_formulas
-from .python import docs_text, param_spec, pyi_text, python_groups
+from .python import docs_text, param_spec, pyi_files, python_groups
 
 DTYPE_ENUM = {"bool": "Bool", "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "int32": "Int32",
               "int64": "Int64", "float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32",
@@ -348,6 +348,9 @@ def generate(model, out, shards, cuda):
     render("python_ops_index.cpp.j2", "python_ops.cpp", shards=range(shards))
     if cuda:
         render("register_cuda.cpp.j2", "register_cuda.cpp", ops=gens)
-    w.write("_C.pyi", pyi_text(model))
+    stubs = pyi_files(model, env.get_template("_C.pyi.j2"))
+    for rel, text in stubs.items():
+        w.write(rel, text)
+    w.prune("_C", {Path(rel).name for rel in stubs})
     w.write("ops.md", docs_text(model))
     return w.changed

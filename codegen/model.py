@@ -18,9 +18,11 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self", "out_overlap", "numbers", "fit_numbers"}
+           "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
+# The ember submodules a `python_module:` may name: each has a package that exports its table.
+PYTHON_MODULES = ("linalg",)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Op:
     numbers: list = field(default_factory=list)  # Tensor arguments that also take a Python number
     fit_numbers: bool = False  # those numbers must fit the compute dtype (PyTorch's where.Scalar*)
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
+    python_module: str = ""  # the ember submodule of the function form ("" is ember itself)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -211,6 +214,15 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("fit_numbers"),
                             f"{sig.full_name}: fit_numbers is true or false, on a pointwise op with numbers")
         op.fit_numbers = entry["fit_numbers"]
+    if "python_module" in entry:
+        module = entry["python_module"]
+        if module not in PYTHON_MODULES:
+            raise SpecError(file, entry.line_of("python_module"), f"{sig.full_name}: unknown python_module "
+                            f"{module!r} (known: {', '.join(PYTHON_MODULES)})")
+        if "function" not in variants:
+            raise SpecError(file, entry.line_of("python_module"),
+                            f"{sig.full_name}: python_module places the function form; the op has none")
+        op.python_module = module
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if kind == "pointwise":
@@ -340,12 +352,17 @@ def load_model(ops_path, derivatives_path):
     sets = {}
     for name, value in (doc.get("dtype_sets") or {}).items():
         sets[name] = _dtypes(value, sets, ops_file, doc["dtype_sets"].line_of(name))
-    ops, seen = [], {}
+    ops, seen, first_of_name = [], {}, {}
     for entry in doc["ops"]:
         op = _parse_op(entry, sets, ops_file)
         if op.full_name in seen:
             raise SpecError(ops_file, op.line, f"duplicate op '{op.full_name}' (first at line {seen[op.full_name]})")
         seen[op.full_name] = op.line
+        first = first_of_name.setdefault(op.name, op)
+        if first.python_module != op.python_module:
+            raise SpecError(ops_file, op.line, f"{op.full_name}: python_module {op.python_module or 'ember'!r} differs "
+                            f"from that of {first.full_name} ({first.python_module or 'ember'!r}); overloads "
+                            "share one function")
         ops.append(op)
     model = Model(ops, sets)
     derivs = load(derivatives_path, der_file) or []

@@ -37,11 +37,14 @@ def public_targets():
     from harness.spec import load_spec
 
     targets = {}
+    # Where each op's function is public: ember.add, ember.linalg.vector_norm (python_module: linalg).
+    function_label = {getattr(table, name).__name__: ".".join(filter(None, ("ember", path, name)))
+                      for path, table in ember._C._op_modules.items() for name in table.__all__}
     for op in load_spec().ops:
         if op.name.startswith("_"):
             continue
-        if "function" in op.variants and hasattr(ember, op.name):
-            targets.setdefault(("ember." + op.name, "function"), []).append(op)
+        if "function" in op.variants and op.name in function_label:
+            targets.setdefault((function_label[op.name], "function"), []).append(op)
         if "method" in op.variants and hasattr(ember.Tensor, op.name):
             targets.setdefault(("Tensor." + op.name, "method"), []).append(op)
         if "method" in op.variants and not op.name.endswith("_") and hasattr(ember.Tensor, op.name + "_"):
@@ -302,7 +305,9 @@ def run_call(call, ember):
     kwargs = {k: build_value(v, ember) for k, v in kwargs.items()}
     owner, name = label.split(".", 1)
     if receiver is None:
-        fn = getattr(ember, name)
+        fn = ember
+        for part in name.split("."):   # linalg.vector_norm
+            fn = getattr(fn, part)
     else:
         fn = getattr(build_value(receiver, ember), name)
     result = fn(*args, **kwargs)

@@ -200,7 +200,8 @@ def test_repository_specs_generate(tmp_path):
                         "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     gen = tmp_path / "gen"
-    assert (gen / "ember" / "ops.h").exists() and (gen / "_C.pyi").exists()
+    assert (gen / "ember" / "ops.h").exists() and (gen / "_C" / "__init__.pyi").exists()
+    assert {p.name for p in (gen / "_C").iterdir()} == {"__init__.pyi", "_VariableFunctions.pyi", "_linalg.pyi"}
     # One header per op name, one kernel file per op with generated kernels.
     header = (gen / "ember" / "ops" / "max.h").read_text()
     assert "Tensor max(const Tensor& self);" in header and "max_dim_cpu" in header and "Tensor add(" not in header
@@ -282,3 +283,52 @@ def test_test_dtypes_resolve_against_the_dtype_sets(tmp_path):
 def test_test_block_is_a_mapping(tmp_path):
     msg = error_of(tmp_path, COMPOSITE_OP + "  test: unary\n")
     assert msg.startswith("ops.yaml:8: ") and "f: test is a mapping" in msg
+
+
+NORM_OP = """\
+- func: linalg_vector_norm(Tensor self, Scalar ord=2) -> Tensor
+  kind: composite
+  variants: [function]
+  python_module: linalg
+  doc: Norm.
+"""
+
+
+def test_python_module_places_the_function_without_its_prefix(tmp_path):
+    from codegen.python import python_groups
+    other = NORM_OP.replace("linalg_vector_norm(", "matrix_rank(").replace("Scalar ord=2", "float tol=0.5")
+    model = load(tmp_path, NORM_OP + other + GOOD_OP)
+    placed = {g.pyname: (g.module, g.public_name) for g in python_groups(model, model.ops) if g.form == "function"}
+    # A name without the module's prefix keeps it; an op without the key stays in ember itself.
+    assert placed == {"linalg_vector_norm": ("linalg", "vector_norm"), "matrix_rank": ("linalg", "matrix_rank"),
+                      "mul": ("", "mul")}
+
+
+def test_python_module_generates_the_namespace_table(tmp_path):
+    (tmp_path / "ops.yaml").write_text(HEADER + NORM_OP + GOOD_OP)
+    (tmp_path / "derivatives.yaml").write_text("")
+    p = subprocess.run([sys.executable, "-m", "codegen", "--ops", str(tmp_path / "ops.yaml"), "--derivatives",
+                        str(tmp_path / "derivatives.yaml"), "--out", str(tmp_path / "gen"), "--shards", "1"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    bindings = (tmp_path / "gen" / "python_ops_0.cpp").read_text()
+    assert 'functions.push_back({"linalg", "vector_norm", {"linalg_vector_norm",' in bindings
+    assert 'functions.push_back({"", "mul", {"mul",' in bindings
+    assert "`ember.linalg.vector_norm`" in (tmp_path / "gen" / "ops.md").read_text()
+
+
+def test_unknown_python_module(tmp_path):
+    msg = error_of(tmp_path, NORM_OP.replace("python_module: linalg", "python_module: lianlg"))
+    assert msg.startswith("ops.yaml:8: ") and "linalg_vector_norm: unknown python_module 'lianlg'" in msg
+    assert "known: linalg" in msg
+
+
+def test_python_module_needs_a_function_form(tmp_path):
+    msg = error_of(tmp_path, NORM_OP.replace("[function]", "[method]"))
+    assert msg.startswith("ops.yaml:8: ") and "linalg_vector_norm: python_module places the function form" in msg
+
+
+def test_python_module_is_shared_by_overloads(tmp_path):
+    overload = NORM_OP.replace("linalg_vector_norm(", "linalg_vector_norm.str(").replace("Scalar ord=2", "str ord")
+    msg = error_of(tmp_path, NORM_OP + overload.replace("  python_module: linalg\n", ""))
+    assert msg.startswith("ops.yaml:10: ") and "linalg_vector_norm.str: python_module 'ember' differs" in msg

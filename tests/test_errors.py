@@ -537,8 +537,9 @@ FUZZ = """
         except Exception as e:
             bad.append(f"{label}: {type(e).__name__}: {e}")
 
-    for op in sorted(ember._C._op_names):
-        fn = getattr(ember, op)
+    functions = [getattr(table, name) for table in ember._C._op_modules.values() for name in table.__all__]
+    for fn in sorted(functions, key=lambda f: f.__name__):
+        op = fn.__name__
         attempt(op, fn)
         for a in pool:
             attempt(op, fn, a)

@@ -18,5 +18,6 @@ pkg="$build/pkg/ember"
 mkdir -p "$pkg"
 for f in "$root"/python/ember/*; do ln -sfn "$f" "$pkg/$(basename "$f")"; done
 ln -sfn "$build"/_C*.so "$pkg/"
-ln -sfn "$build/generated/_C.pyi" "$pkg/_C.pyi"
+rm -f "$pkg/_C.pyi"  # the stubs are the package _C/ now
+ln -sfn "$build/generated/_C" "$pkg/_C"
 rm -f "$build/pkg/ember.src"

@@ -1,35 +1,35 @@
 """ember: a PyTorch-style tensor library whose operators are generated from one spec."""
-import ctypes as _ctypes
-import os as _os
 
 
 def _load_blas():
     # The extension links scipy-openblas32's library; load it first so the
     # dynamic linker finds it wherever pip put the package (found without
     # importing the package, which costs 40 ms).
+    import ctypes
     import importlib.util
+    import os
     spec = importlib.util.find_spec("scipy_openblas32")
     if spec is None or not spec.submodule_search_locations:
         return
-    lib = _os.path.join(spec.submodule_search_locations[0], "lib", "libscipy_openblas.so")
-    if _os.path.exists(lib):
-        _ctypes.CDLL(lib, mode=_ctypes.RTLD_GLOBAL)
+    lib = os.path.join(spec.submodule_search_locations[0], "lib", "libscipy_openblas.so")
+    if os.path.exists(lib):
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
 
 
 _load_blas()
+del _load_blas
 
 from . import _C  # noqa: E402
-from ._C import (  # noqa: E402,F401
-    Tensor, dtype, device, Generator, default_generator, UntypedStorage,
+from ._tensor import Tensor  # noqa: E402  (first: every tensor object made from now on is one)
+from ._C import (  # noqa: E402
+    dtype, device, Generator, default_generator, UntypedStorage,
     bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     is_grad_enabled, initial_seed, get_num_threads, set_num_threads,
     get_default_dtype, set_default_dtype, promote_types,
 )
-
-# Every generated op function (add, sum, zeros, ...).
-for _name in _C._op_names:
-    globals()[_name] = getattr(_C, _name)
-del _name
+# The generated ops of ember itself (add, sum, zeros, ...; those with a `python_module:`
+# are in that submodule). Private ones (_div_trunc) come too, as PyTorch's torch._foo.
+from ._C._VariableFunctions import *  # noqa: E402,F401,F403
 
 # dtype aliases, as PyTorch names them.
 float = float32
@@ -38,19 +38,15 @@ half = float16
 long = int64
 int = int32
 short = int16
-uint8 = uint8
-cfloat = None
-del cfloat
 
 from ._size import Size  # noqa: E402
-from . import _tensor, _storage  # noqa: E402,F401  (add the Python-level Tensor and storage methods)
+from . import _storage  # noqa: E402,F401  (adds the Python-level storage methods)
 from ._creation import (  # noqa: E402,F401
     tensor, as_tensor, from_numpy, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
     randint_like, is_tensor, is_floating_point, numel, result_type,
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, linalg  # noqa: E402,F401
-
 
 
 def manual_seed(seed):
@@ -80,3 +76,15 @@ def get_float32_matmul_precision():
 _float32_matmul_precision = "highest"
 
 __version__ = "0.1.0"
+
+# The public names: `from ember import *` gives these (submodules are imported by name, as in PyTorch).
+__all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith("_")] + [
+    "Tensor", "Size", "dtype", "device", "Generator", "default_generator", "UntypedStorage",
+    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+    "float", "double", "half", "long", "int", "short",
+    "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+    "randn_like", "randint_like", "is_tensor", "is_floating_point", "numel", "result_type",
+    "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "manual_seed", "initial_seed", "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
+    "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
+]

@@ -1,10 +1,19 @@
 """Tensors from Python data and NumPy arrays, and the *_like constructors."""
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import numpy as np
 
 from . import _C
-from ._C import Tensor
+from ._C import TensorBase
+
+if TYPE_CHECKING:
+    from ._C import device as _device, dtype as _dtype
+    from ._tensor import Tensor
+
+    DeviceLike = Union[str, _device, int, None]
 
 _NP_TO_EMBER = {
     np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8, np.dtype(np.int8): _C.int8,
@@ -14,7 +23,7 @@ _NP_TO_EMBER = {
 EMBER_TO_NP = {v: k for k, v in _NP_TO_EMBER.items()}
 
 
-def from_numpy(ndarray):
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with `ndarray`."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
@@ -43,7 +52,7 @@ def from_numpy(ndarray):
 
 def _leaf_dtype(x):
     """The dtype one element of nested data stands for, as PyTorch infers it."""
-    if isinstance(x, Tensor):
+    if isinstance(x, TensorBase):
         return x.dtype
     if isinstance(x, (np.ndarray, np.generic)):
         dt = _NP_TO_EMBER.get(x.dtype)
@@ -82,14 +91,15 @@ def _plain(data):
     # Nested lists of 0-d tensors become numbers so NumPy can read them.
     if isinstance(data, (list, tuple)):
         return [_plain(x) for x in data]
-    if isinstance(data, Tensor):
+    if isinstance(data, TensorBase):
         return data.tolist()
     return data
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data: Any, dtype: Optional[_dtype] = None, device: DeviceLike = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested sequence, array or tensor)."""
-    if isinstance(data, Tensor):
+    if isinstance(data, TensorBase):
         t = data.detach().clone()
     elif isinstance(data, np.ndarray):
         t = from_numpy(np.array(data, copy=True, order="C"))
@@ -110,10 +120,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return t
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: Any, dtype: Optional[_dtype] = None, device: DeviceLike = None) -> Tensor:
     """`data` as a tensor, sharing memory when it already is one (or a NumPy array) of that dtype."""
-    if isinstance(data, Tensor):
-        t = data
+    if isinstance(data, TensorBase):
+        t = cast("Tensor", data)
     elif isinstance(data, np.ndarray) and data.dtype in _NP_TO_EMBER:
         t = from_numpy(data)  # as PyTorch: shares memory, so negative strides raise ValueError
     else:
@@ -126,7 +136,7 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def _check_input(name, t):
-    if not isinstance(t, Tensor):
+    if not isinstance(t, TensorBase):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
 
 
@@ -135,33 +145,40 @@ def _like(fn, t, dtype, device, requires_grad, *args):
     return fn(*args, t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input: Tensor, *, dtype: Optional[_dtype] = None, device: DeviceLike = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _like(_C.zeros, input, dtype, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input: Tensor, *, dtype: Optional[_dtype] = None, device: DeviceLike = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _like(_C.ones, input, dtype, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input: Tensor, *, dtype: Optional[_dtype] = None, device: DeviceLike = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _like(_C.empty, input, dtype, device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input: Tensor, fill_value: Union[int, float, bool], *, dtype: Optional[_dtype] = None,
+              device: DeviceLike = None, requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     _check_input("full_like", input)
     return _C.full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
                    requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def rand_like(input: Tensor, *, dtype: Optional[_dtype] = None, device: DeviceLike = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _like(_C.rand, input, dtype, device, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def randn_like(input: Tensor, *, dtype: Optional[_dtype] = None, device: DeviceLike = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return _like(_C.randn, input, dtype, device, requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+def randint_like(input: Tensor, low: int = 0, high: Optional[int] = None, *, dtype: Optional[_dtype] = None,
+                 device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     _check_input("randint_like", input)
     if high is None:
         low, high = 0, low
@@ -169,32 +186,31 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
                       requires_grad=requires_grad)
 
 
-def is_tensor(obj):
-    return isinstance(obj, Tensor)
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, TensorBase)
 
 
-def is_floating_point(input):
+def is_floating_point(input: Tensor) -> bool:
     _check_input("is_floating_point", input)
     return input.dtype.is_floating_point
 
 
-def numel(input):
+def numel(input: Tensor) -> int:
     _check_input("numel", input)
     return input.numel()
 
 
-def result_type(tensor1, tensor2):
+def result_type(tensor1: Union[Tensor, int, float, bool], tensor2: Union[Tensor, int, float, bool]) -> _dtype:
     """The dtype an op on the two operands computes in (PyTorch's promotion rules)."""
     def probe(x):
         # An empty stand-in with the same rank class, so nothing is computed.
-        return x.narrow(-1, 0, 0) if isinstance(x, Tensor) and x.dim() > 0 else x
-    if not isinstance(tensor1, Tensor) and not isinstance(tensor2, Tensor):
+        return x.narrow(-1, 0, 0) if isinstance(x, TensorBase) and x.dim() > 0 else x
+    if not isinstance(tensor1, TensorBase) and not isinstance(tensor2, TensorBase):
         # Two numbers: the first as a 0-d tensor of its inferred dtype gives the same answer.
         tensor1 = tensor(tensor1)
     a, b = probe(tensor1), probe(tensor2)
-    return (_C.mul(a, b) if isinstance(a, Tensor) else _C.mul(b, a)).dtype
+    return (_C.mul(cast("Tensor", a), b) if isinstance(a, TensorBase) else _C.mul(cast("Tensor", b), a)).dtype
 
 
-_C._set_legacy_new(lambda data: tensor(data, dtype=_C.get_default_dtype()))
 _C._set_index_tensor_from(
     lambda data: tensor(data, dtype=_C.int64) if isinstance(data, (list, tuple)) and not data else tensor(data))

@@ -40,7 +40,7 @@ def _rebuild_from_type(func, new_type, args, state):
     attributes carries)."""
     tensor = func(*args)
     if type(tensor) is not new_type:
-        tensor = _C.Tensor._make_subclass(new_type, tensor, tensor.requires_grad)
+        tensor = _C.TensorBase._make_subclass(new_type, tensor, tensor.requires_grad)
     if state:
         if hasattr(type(tensor), "__setstate__"):
             tensor.__setstate__(state)

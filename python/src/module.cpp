@@ -1,6 +1,8 @@
 // ember._C: the module. pybind11 builds it and binds the hand-written
 // functions below; op bindings are generated (python_ops_*.cpp) and use
 // the fast argument parser in arg_parser.cpp.
+#include <algorithm>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -43,12 +45,12 @@ struct type_caster<ScalarType> {
 }  // namespace pybind11::detail
 
 namespace ember::python {
-std::vector<PyMethodDef>* create_tensor_type();
+std::vector<OpFunction>* create_tensor_type();
+void set_tensor_class(PyTypeObject* cls);
 void create_object_types(PyObject* module);
 void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
 extern PyObject* g_size_type;
-extern PyObject* g_legacy_new;
 extern PyObject* g_index_tensor_from;
 
 PyObject* get_grad_fn(PyObject* self, void*) {
@@ -74,6 +76,35 @@ Tensor from_buffer(uintptr_t ptr, const std::vector<int64_t>& shape, const std::
   return Tensor(Ref<TensorImpl>::make(std::move(storage), DimVector(shape), DimVector(strides), 0, dtype));
 }
 
+// Each generated op function goes on _C under its op name (for ember's own use) and
+// into the table of its ember namespace under its public name: _C._VariableFunctions
+// for ember itself, _C._linalg for ember.linalg (importable, as PyTorch's
+// torch._C._linalg), each with __all__. _C._op_modules maps namespace -> table.
+void add_op_functions(py::module_& m, std::vector<python::OpFunction>& functions) {
+  py::dict tables;
+  py::object sys_modules = py::module_::import("sys").attr("modules");
+  std::string c_name = py::str(m.attr("__name__"));
+  for (python::OpFunction& f : functions) {
+    py::str path(f.module);
+    if (!tables.contains(path)) {
+      std::string table_name = f.module[0] ? "_" + std::string(f.module) : "_VariableFunctions";
+      std::replace(table_name.begin(), table_name.end(), '.', '_');
+      py::module_ table = m.def_submodule(table_name.c_str(), "Generated op functions of an ember namespace.");
+      table.attr("__all__") = py::list();
+      sys_modules[py::str(c_name + "." + table_name)] = table;
+      tables[path] = table;
+    }
+    py::object fn = py::reinterpret_steal<py::object>(PyCFunction_NewEx(&f.def, m.ptr(), m.attr("__name__").ptr()));
+    if (!fn) throw py::error_already_set();
+    m.attr(f.def.ml_name) = fn;
+    py::object table = tables[path];
+    table.attr(f.name) = fn;
+    table.attr("__all__").attr("append")(f.name);
+  }
+  for (auto item : tables) item.second.attr("__all__").attr("sort")();
+  m.attr("_op_modules") = tables;
+}
+
 std::string node_repr(const Node& n) {
   return "<" + n.name() + " object at " + std::to_string(reinterpret_cast<uintptr_t>(&n)) + ">";
 }
@@ -93,13 +124,10 @@ PYBIND11_MODULE(_C, m) {
   register_cpu_kernels();
   cuda::init();
   python::create_object_types(m.ptr());
-  std::vector<PyMethodDef>* functions = python::create_tensor_type();
+  std::vector<python::OpFunction>* functions = python::create_tensor_type();
   if (!python::TensorType) throw py::error_already_set();
-  m.add_object("Tensor", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
-  if (PyModule_AddFunctions(m.ptr(), functions->data()) < 0) throw py::error_already_set();
-  py::list names;
-  for (auto& f : *functions) if (f.ml_name) names.append(f.ml_name);
-  m.attr("_op_names") = names;
+  m.add_object("TensorBase", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
+  add_op_functions(m, *functions);
 
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")
       .def("name", &Node::name)
@@ -118,7 +146,16 @@ PYBIND11_MODULE(_C, m) {
       .def("__repr__", [](Node& n) { return node_repr(n); });
 
   m.def("_set_size_type", [](py::object t) { python::g_size_type = t.release().ptr(); });
-  m.def("_set_legacy_new", [](py::object f) { python::g_legacy_new = f.release().ptr(); });
+  // ember.Tensor, the Python class of the tensor objects made from now on.
+  m.def("_set_tensor_class", [](py::type cls) {
+    try {
+      python::set_tensor_class((PyTypeObject*)cls.ptr());
+    } catch (const python::PythonError&) {
+      throw py::error_already_set();
+    } catch (const std::invalid_argument& e) {
+      throw py::type_error(e.what());
+    }
+  });
   m.def("_set_index_tensor_from", [](py::object f) { python::g_index_tensor_from = f.release().ptr(); });
   // The backward pass runs no Python (no Python hooks exist yet): other threads run meanwhile.
   m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph) {

@@ -22,7 +22,11 @@ struct PyTensor {
   PyObject* dict;
   PyObject* weakrefs;
 };
+// _C.TensorBase, the C type every tensor object is an instance of; new tensor
+// objects are made of TensorClass, the Python ember.Tensor (a subclass of it)
+// once ember/_tensor.py has set it (_C._set_tensor_class), else of TensorBase.
 extern PyTypeObject* TensorType;
+extern PyTypeObject* TensorClass;
 
 struct PyDType {
   PyObject_HEAD
@@ -64,6 +68,14 @@ PyObject* wrap(const TensorList& ts);
 PyObject* wrap_same(Tensor t, PyObject* receiver);
 PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
+
+// A generated op function: its method def (named by the op, as errors name it), the
+// ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.
+struct OpFunction {
+  const char* module;
+  const char* name;
+  PyMethodDef def;
+};
 
 // ---------------------------------------------------------------- parsing
 enum class ArgType : uint8_t {

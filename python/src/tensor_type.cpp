@@ -1,9 +1,13 @@
-// The Python Tensor type: a heap type holding an ember::Tensor, with the
-// generated op methods, Python operators mapped straight to C++ ops, and
-// the attributes PyTorch code reads (shape, dtype, grad, ...).
+// _C.TensorBase: a heap type holding an ember::Tensor, with the generated op
+// methods, Python operators mapped straight to C++ ops, and the attributes
+// PyTorch code reads (shape, dtype, grad, ...). ember.Tensor is the Python
+// class deriving from it (python/ember/_tensor.py), as torch.Tensor from
+// torch._C.TensorBase; every tensor object the bindings make is of that class.
 #include "python_support.h"
 
 #include <structmember.h>
+
+#include <stdexcept>
 
 #include "ember/autograd.h"
 #include "ember/ops/abs.h"
@@ -30,18 +34,26 @@
 #include "ember/ops/sub.h"
 #include "ember/ops/transpose.h"
 #include "ember/ops/true_divide.h"
+#include "ember/ops/view.h"
 
 namespace ember::python {
 
 PyTypeObject* TensorType = nullptr;
+PyTypeObject* TensorClass = nullptr;
 PyObject* g_size_type = nullptr;      // ember.Size, set from Python
-PyObject* g_legacy_new = nullptr;     // ember.Tensor(data) falls back to this
+
+// A new object of `type` (TensorBase or a subclass) holding `t`.
+static PyObject* new_tensor_object(PyTypeObject* type, Tensor t) {
+  PyObject* obj = type->tp_alloc(type, 0);
+  if (!obj) return nullptr;
+  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
+  return obj;
+}
 
 PyObject* wrap(Tensor t) {
   if (!t.defined()) Py_RETURN_NONE;
-  PyObject* obj = TensorType->tp_alloc(TensorType, 0);
+  PyObject* obj = new_tensor_object(TensorClass, std::move(t));
   if (!obj) throw PythonError{};
-  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
   return obj;
 }
 
@@ -91,47 +103,53 @@ void tensor_dealloc(PyObject* self) {
   Py_DECREF(tp);
 }
 
+// Called only for objects of GC-tracked subclasses (a user's class deriving from
+// ember.Tensor), whose attributes may form cycles: the collector then frees them.
+int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<PyTensor*>(self)->dict);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+int tensor_clear(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<PyTensor*>(self)->dict);
+  return 0;
+}
+
+// TensorBase(*sizes): an uninitialized tensor of the default dtype. ember.Tensor's
+// __new__ (the legacy constructor, which also takes data) calls it for sizes.
 PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   EMBER_PY_BEGIN
   Py_ssize_t n = PyTuple_GET_SIZE(args);
-  bool all_ints = !kwargs || PyDict_Size(kwargs) == 0;
-  for (Py_ssize_t i = 0; i < n && all_ints; ++i) all_ints = PyLong_Check(PyTuple_GET_ITEM(args, i));
-  Tensor t;
-  if (all_ints) {
-    IntList sizes(n);
-    for (Py_ssize_t i = 0; i < n; ++i) sizes[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(args, i));
-    t = empty_tensor(sizes, default_dtype());
-  } else {
-    if (!g_legacy_new) { PyErr_SetString(PyExc_TypeError, "Tensor(): expected sizes or data"); return nullptr; }
-    PyObject* r = PyObject_Call(g_legacy_new, args, kwargs);
-    if (!r) return nullptr;
-    t = tensor_of(r);
-    Py_DECREF(r);
+  if (kwargs && PyDict_Size(kwargs) > 0) {
+    PyErr_SetString(PyExc_TypeError, "TensorBase(): takes only sizes");
+    return nullptr;
   }
-  PyObject* obj = type->tp_alloc(type, 0);
-  if (!obj) return nullptr;
-  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
-  return obj;
+  IntList sizes(n);
+  for (Py_ssize_t i = 0; i < n; ++i) sizes[i] = arg_int(PyTuple_GET_ITEM(args, i));
+  return new_tensor_object(type, empty_tensor(sizes, default_dtype()));
   EMBER_PY_END
 }
 
-// Tensor._make_subclass(cls, data, requires_grad): nn.Parameter's constructor.
+PyTypeObject* tensor_subclass_arg(PyObject* cls, const char* what) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, TensorType)) {
+    PyErr_Format(PyExc_TypeError, "%s: cls must be a subclass of Tensor", what);
+    return nullptr;
+  }
+  return (PyTypeObject*)cls;
+}
+
+// Tensor._make_subclass(cls, data, requires_grad=False): a `cls` object sharing
+// `data`'s memory, a new leaf (nn.Parameter's constructor in PyTorch).
 PyObject* make_subclass(PyObject*, PyObject* args) {
   EMBER_PY_BEGIN
   PyObject *cls, *data;
   int requires_grad = 0;
   if (!PyArg_ParseTuple(args, "OO!|p", &cls, TensorType, &data, &requires_grad)) return nullptr;
-  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, TensorType)) {
-    PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must be a subclass of Tensor");
-    return nullptr;
-  }
-  PyTypeObject* tp = (PyTypeObject*)cls;
-  PyObject* obj = tp->tp_alloc(tp, 0);
-  if (!obj) return nullptr;
+  PyTypeObject* tp = tensor_subclass_arg(cls, "_make_subclass");
+  if (!tp) return nullptr;
   Tensor t = detach_copy(tensor_of(data));
   if (requires_grad) t.set_requires_grad(true);
-  new (&reinterpret_cast<PyTensor*>(obj)->tensor) Tensor(std::move(t));
-  return obj;
+  return new_tensor_object(tp, std::move(t));
   EMBER_PY_END
 }
 
@@ -296,7 +314,14 @@ PyObject* m_retain_grad(PyObject* self, PyObject*) {
   Py_RETURN_NONE;
   EMBER_PY_END
 }
-PyObject* m_make_subclass(PyObject*, PyObject* args) { return make_subclass(nullptr, args); }
+// t.as_subclass(cls): a `cls` object viewing t's memory and staying in its graph, as PyTorch's.
+PyObject* m_as_subclass(PyObject* self, PyObject* cls) {
+  EMBER_PY_BEGIN
+  PyTypeObject* tp = tensor_subclass_arg(cls, "as_subclass");
+  if (!tp) return nullptr;
+  return new_tensor_object(tp, ember::view(SELF, SELF.sizes()));
+  EMBER_PY_END
+}
 PyObject* m_untyped_storage(PyObject* self, PyObject*) {
   EMBER_PY_BEGIN
   return storage_object(SELF.impl()->storage);
@@ -320,7 +345,8 @@ PyMethodDef hand_written_methods[] = {
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
-    {"_make_subclass", m_make_subclass, METH_VARARGS | METH_STATIC, "Creates a Tensor subclass sharing `data`."},
+    {"_make_subclass", make_subclass, METH_VARARGS | METH_STATIC, "A `cls` object sharing `data`'s memory, a new leaf."},
+    {"as_subclass", m_as_subclass, METH_O, "A `cls` object viewing this tensor, in its graph."},
     {"untyped_storage", m_untyped_storage, METH_NOARGS, "The storage this tensor views (shared by its views)."},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -445,15 +471,53 @@ Py_ssize_t sq_length(PyObject* self) {
 
 PyObject* tensor_getitem(PyObject* self, PyObject* index);            // indexing.cpp
 int tensor_setitem(PyObject* self, PyObject* index, PyObject* value);  // indexing.cpp
-void register_all_ops(std::vector<PyMethodDef>& functions, std::vector<PyMethodDef>& methods);
+void register_all_ops(std::vector<OpFunction>& functions, std::vector<PyMethodDef>& methods);
 
-// Builds the Tensor type with the generated methods; returns the module functions.
-std::vector<PyMethodDef>* create_tensor_type() {
-  static std::vector<PyMethodDef> functions, methods;
+static std::vector<PyMethodDef> tensor_methods;  // TensorBase's, generated and hand-written
+
+// Makes `cls` (ember.Tensor, a Python subclass of TensorBase with no instances yet)
+// the class of new tensor objects, as fast as TensorBase was:
+// - its instances stay out of the cyclic GC, as TensorBase's (Python makes every
+//   class GC-tracked; tracking costs each op's result an allocation and a free);
+// - it gets its own descriptors of TensorBase's methods, since CPython's fast call
+//   of a method descriptor wants the receiver's type to be exactly the descriptor's
+//   (a Python subclass of ember.Tensor takes the ordinary path).
+void set_tensor_class(PyTypeObject* cls) {
+  if (!PyType_IsSubtype(cls, TensorType)) throw std::invalid_argument("_set_tensor_class: expected a subclass of TensorBase");
+  bool adds_nothing = cls->tp_basicsize == TensorType->tp_basicsize && cls->tp_dictoffset == TensorType->tp_dictoffset &&
+                      cls->tp_weaklistoffset == TensorType->tp_weaklistoffset && !cls->tp_finalize;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+  adds_nothing = adds_nothing && !(cls->tp_flags & Py_TPFLAGS_MANAGED_DICT);
+#endif
+#ifdef Py_TPFLAGS_MANAGED_WEAKREF
+  adds_nothing = adds_nothing && !(cls->tp_flags & Py_TPFLAGS_MANAGED_WEAKREF);
+#endif
+  if (adds_nothing && (cls->tp_flags & Py_TPFLAGS_HAVE_GC)) {
+    cls->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+    cls->tp_free = PyObject_Free;
+  }
+  PyObject* own = cls->tp_dict;
+  for (PyMethodDef& def : tensor_methods) {
+    if (!def.ml_name || (def.ml_flags & (METH_STATIC | METH_CLASS))) continue;
+    if (PyDict_GetItemString(own, def.ml_name)) continue;  // written in Python: it stays
+    PyObject* descr = PyDescr_NewMethod(cls, &def);
+    if (!descr || PyObject_SetAttrString((PyObject*)cls, def.ml_name, descr) < 0) {
+      Py_XDECREF(descr);
+      throw PythonError{};
+    }
+    Py_DECREF(descr);
+  }
+  Py_INCREF(cls);
+  TensorClass = cls;
+}
+
+// Builds the Tensor type with the generated methods; returns the op functions.
+std::vector<OpFunction>* create_tensor_type() {
+  static std::vector<OpFunction> functions;
+  std::vector<PyMethodDef>& methods = tensor_methods;
   register_all_ops(functions, methods);
   for (PyMethodDef* m = hand_written_methods; m->ml_name; ++m) methods.push_back(*m);
   methods.push_back({nullptr, nullptr, 0, nullptr});
-  functions.push_back({nullptr, nullptr, 0, nullptr});
 
   static PyMemberDef members[] = {
       {"__dictoffset__", T_PYSSIZET, offsetof(PyTensor, dict), READONLY, nullptr},
@@ -462,6 +526,8 @@ std::vector<PyMethodDef>* create_tensor_type() {
   static PyType_Slot slots[] = {
       {Py_tp_dealloc, (void*)tensor_dealloc},
       {Py_tp_new, (void*)tensor_new},
+      {Py_tp_traverse, (void*)tensor_traverse},
+      {Py_tp_clear, (void*)tensor_clear},
       {Py_tp_methods, methods.data()},
       {Py_tp_getset, getsets},
       {Py_tp_members, members},
@@ -504,9 +570,9 @@ std::vector<PyMethodDef>* create_tensor_type() {
       {Py_nb_int, (void*)nb_int},
       {Py_nb_index, (void*)nb_index},
       {0, nullptr}};
-  static PyType_Spec spec = {"ember.Tensor", sizeof(PyTensor), 0,
+  static PyType_Spec spec = {"ember._C.TensorBase", sizeof(PyTensor), 0,
                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
-  TensorType = (PyTypeObject*)PyType_FromSpec(&spec);
+  TensorType = TensorClass = (PyTypeObject*)PyType_FromSpec(&spec);
   return &functions;
 }
 

@@ -63,6 +63,16 @@ def _self_index(op):
 NONLEAF_INPLACE = {"inplace-clone": lambda t: t.clone(), "inplace-times-one": lambda t: t * 1}
 
 
+def public_function(name):
+    """ember.<name>, or op `name`'s function in the submodule its prefix names
+    (linalg_vector_norm is ember.linalg.vector_norm, as in PyTorch)."""
+    fn = getattr(ember, name, None)
+    if fn is None:
+        module, _, rest = name.partition("_")
+        fn = getattr(getattr(ember, module), rest)
+    return fn
+
+
 def call(op, sample, inputs, form="function", out=None):
     """Calls the op as `form`: function (ember.op), method (t.op), inplace (t.op_), out (ember.op(..., out=o)),
     or one of NONLEAF_INPLACE (t.clone().op_, (t * 1).op_)."""
@@ -71,7 +81,7 @@ def call(op, sample, inputs, form="function", out=None):
     if form == "out":
         kwargs["out"] = out
     if form in ("function", "out"):
-        return getattr(ember, op.name)(*tensors, *args, **kwargs)
+        return public_function(op.name)(*tensors, *args, **kwargs)
     inplace = form == "inplace" or form in NONLEAF_INPLACE
     name = op.name + ("_" if inplace else "")   # in-place is always a method, x.op_(...)
     receiver = tensors.pop(_self_index(op))

@@ -101,7 +101,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        return isinstance(other, _C.Tensor)  # every tensor is a Variable, as in PyTorch
+        return isinstance(other, _C.TensorBase)  # every tensor is a Variable, as in PyTorch
 
 
 class Variable(metaclass=_VariableMeta):
@@ -109,7 +109,7 @@ class Variable(metaclass=_VariableMeta):
     storage, detached from its graph, requiring grad when asked."""
 
     def __new__(cls, data, requires_grad=False, volatile=False):
-        if not isinstance(data, _C.Tensor):
+        if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         leaf = data.detach()
         if requires_grad:

@@ -1,6 +1,7 @@
-"""ember.linalg: linear algebra, as torch.linalg (the ops grow here with the op-set issue)."""
-from .. import _C
+"""ember.linalg: linear algebra, as torch.linalg. Its functions are the ops of
+ops.yaml with `python_module: linalg`, named without the `linalg_` prefix."""
+from .._C import _linalg
+from .._C._linalg import *  # noqa: F401,F403
 
-__all__ = ["vector_norm"]
-
-vector_norm = _C.linalg_vector_norm
+__all__ = [name for name in _linalg.__all__ if not name.startswith("_")]
+del _linalg

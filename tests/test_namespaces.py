@@ -1,0 +1,85 @@
+"""ember's Python namespaces: the ops of each `python_module:` in its submodule, and
+ember.__all__ as the explicit list of public names."""
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ember
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+# Public ember names PyTorch has no top-level function for (aten ops PyTorch keeps out of `torch.*`).
+EMBER_ONLY = {"slice", "index"}
+
+
+def test_linalg_functions_come_from_their_table():
+    x = ember.tensor([3.0, 4.0])
+    assert ember.linalg.vector_norm(x).item() == 5.0
+    assert ember.linalg.vector_norm(x, 1).item() == 7.0
+    assert ember.linalg.__all__ == ["vector_norm"]
+    # As PyTorch: the function keeps the op's name, which errors name; there is no torch.linalg_vector_norm.
+    assert ember.linalg.vector_norm.__name__ == "linalg_vector_norm"
+    assert not hasattr(ember, "linalg_vector_norm")
+    if torch is not None:
+        assert not hasattr(torch, "linalg_vector_norm") and hasattr(torch.linalg, "vector_norm")
+    with pytest.raises(TypeError, match=r"^linalg_vector_norm\(\): argument"):
+        ember.linalg.vector_norm(1)
+
+
+def test_namespace_tables_match_the_spec():
+    from codegen.model import PYTHON_MODULES, load_model
+    from codegen.python import public_name
+    model = load_model(ROOT / "ops.yaml", ROOT / "derivatives.yaml")
+    assert set(ember._C._op_modules) == {""} | set(PYTHON_MODULES)
+    for path, table in ember._C._op_modules.items():
+        expected = {public_name(op) for op in model.ops if op.python_module == path and "function" in op.variants}
+        assert set(table.__all__) == expected, path
+        module = ember
+        for part in filter(None, path.split(".")):
+            module = getattr(module, part)
+        for name in table.__all__:
+            if not name.startswith("_"):
+                assert getattr(module, name) is getattr(table, name), f"{path}.{name}"
+        if path:
+            assert module.__all__ == [n for n in table.__all__ if not n.startswith("_")]
+            # The table is importable, as PyTorch's torch._C._linalg.
+            assert sys.modules[table.__name__] is table
+
+
+def test_all_is_explicit_and_complete():
+    names = ember.__all__
+    assert len(names) == len(set(names))
+    assert all(not n.startswith("_") for n in names)
+    for n in names:
+        assert hasattr(ember, n), n
+    public = {n for n in dir(ember) if not n.startswith("_") and not inspect.ismodule(getattr(ember, n))}
+    assert public == set(names)
+    for helper in ("_ctypes", "_os", "_load_blas", "_name", "cfloat"):
+        assert not hasattr(ember, helper), helper
+    for n in ("add", "sum", "zeros", "Tensor", "tensor", "float32", "float", "no_grad", "manual_seed", "Size"):
+        assert n in names, n
+    assert "vector_norm" not in names and "_div_trunc" not in names
+
+
+def test_star_import_gives_exactly_all():
+    p = subprocess.run([sys.executable, "-c", "from ember import *\n"
+                        "print(sorted(n for n in dir() if not n.startswith('__')))"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert eval(p.stdout) == sorted(ember.__all__)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_public_names_exist_in_pytorch():
+    assert {n for n in ember.__all__ if not hasattr(torch, n)} == EMBER_ONLY
+    for n in ember.linalg.__all__:
+        assert hasattr(torch.linalg, n), n
