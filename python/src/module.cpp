@@ -47,6 +47,7 @@ std::vector<PyMethodDef>* create_tensor_type();
 void create_object_types(PyObject* module);
 void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
+void bind_trace(py::module_& m);
 extern PyObject* g_size_type;
 extern PyObject* g_legacy_new;
 extern PyObject* g_index_tensor_from;
@@ -161,4 +162,5 @@ PYBIND11_MODULE(_C, m) {
   });
   python::bind_cuda(m);
   python::bind_caching_allocator_testing(m);
+  python::bind_trace(m);
 }
