@@ -3,7 +3,9 @@
 Subclass `TraceMode`, define `on_call`, and enter an instance: every op the
 thread calls inside the block (every entry of ops.yaml, including the in-place
 and out= forms, the ones Python operators and indexing run, and the ones the
-backward pass runs) reaches `on_call` after it returns::
+backward pass runs) reaches `on_call` after it returns. Tensors made without
+an op (`ember.tensor(data)`, `from_numpy`, `detach`) appear only as arguments.
+For example::
 
     class Recorder(TraceMode):
         def __init__(self):
@@ -38,7 +40,8 @@ cannot replace a call):
   tensor is always the same object, so `calls[1].args[0] is calls[0].outputs[0]`
   when the second call used the first one's result. The objects are not the
   ones the program holds (ember makes a new Python object for each result it
-  returns), and the mode holds them only through the calls it keeps.
+  returns), and the mode holds them only through the calls it keeps. They are
+  live: a later in-place op on a tensor shows in every call that holds it.
 """
 from .. import _C
 
