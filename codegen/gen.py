@@ -103,8 +103,6 @@ class OpGen:
         self.has_inplace = "inplace" in op.derive
         self.has_out = "out" in op.derive
         self.inplace_decl = decl(f"{self.cpp}_", "Tensor", sig.params) if self.has_inplace else None
-        self.defn = f"{self.ret} {self.cpp}({self.params_decl})"
-        self.inplace_defn = f"Tensor {self.cpp}_({self.params_decl})"
         out_param = "const Tensor& out"
         self.out_decl = (f"Tensor {self.cpp}_out({out_param}" + (", " + params_decl(sig.params) if sig.params else "")
                          + ")") if self.has_out else None
@@ -113,6 +111,32 @@ class OpGen:
         self.num_dtypes = len(op.dtypes)
         self.node = self._node() if op.derivative else None
         self.device_expr = self._device_expr()
+
+    def traced_entry(self, variant):
+        """One C++ entry point with its trace hook: `variant` is "" (the op), "inplace" or "out".
+        The entry checks trace::enabled() and runs `<fn>_untraced` (the body) or, when a handler
+        is installed, `<fn>_traced`, which reports the call under PyTorch's names for it."""
+        op, params = self.op, self.params
+        name, overload, fn, ret = op.name, op.sig.overload, self.cpp, self.ret
+        params_text, args = self.params_decl, self.args
+        trace_params = [(p.name, p.kw_only) for p in params]
+        if variant == "inplace":
+            name, fn, ret = name + "_", fn + "_", "Tensor"
+        elif variant == "out":   # PyTorch's add.out: `out` is the last, keyword-only parameter
+            overload = overload + "_out" if overload else "out"
+            fn, ret = fn + "_out", "Tensor"
+            params_text = "const Tensor& out" + (", " + params_text if params_text else "")
+            args = self.out_args
+            trace_params.append(("out", True))
+        returns = len(op.sig.returns) if variant == "" else 1
+        outputs = [f"std::get<{i}>(result__)" for i in range(returns)] if returns > 1 else ["result__"]
+        return {
+            "fn": fn, "ret": ret, "params": params_text, "args": args, "name": name, "overload": overload,
+            "trace_params": ", ".join(f'{{"{n}", {"true" if kw else "false"}}}' for n, kw in trace_params),
+            "num_params": len(trace_params),
+            "trace_args": ", ".join(n for n, _ in trace_params),
+            "trace_outputs": ", ".join(outputs),
+        }
 
     def overlap_checks(self, written, op_name, internal=True):
         """C++ statements checking that `written` does not overlap itself (when `internal`)

@@ -5,6 +5,7 @@
 #include <exception>
 #include <new>
 
+#include "python_exception.h"
 #include "python_support.h"
 
 namespace ember::python {
@@ -275,7 +276,9 @@ Generator* arg_generator(PyObject* o) {
 }
 
 void set_python_error(const std::exception& e) {
-  if (auto* err = dynamic_cast<const Error*>(&e)) {
+  if (auto* py = dynamic_cast<const PythonException*>(&e)) {
+    py->restore();
+  } else if (auto* err = dynamic_cast<const Error*>(&e)) {
     PyObject* type = PyExc_RuntimeError;
     switch (err->kind) {
       case ErrorKind::Runtime: type = PyExc_RuntimeError; break;

@@ -97,6 +97,13 @@ PyGetSetDef device_getsets[] = {
     {"index", device_index, nullptr, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
+// The Python object owning each Generator made by ember.Generator(), so a C++
+// Generator* (a traced call's argument) leads back to it. Used with the GIL held.
+std::unordered_map<Generator*, PyObject*>& generator_owners() {
+  static std::unordered_map<Generator*, PyObject*> owners;
+  return owners;
+}
+
 PyObject* generator_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   EMBER_PY_BEGIN
   static const char* kw[] = {"device", nullptr};
@@ -112,12 +119,16 @@ PyObject* generator_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   g->gen = new Generator();
   g->gen->device = d;
   g->owned = true;
+  generator_owners()[g->gen] = obj;
   return obj;
   EMBER_PY_END
 }
 void generator_dealloc(PyObject* self) {
   auto* g = reinterpret_cast<PyGenerator*>(self);
-  if (g->owned) delete g->gen;
+  if (g->owned) {
+    generator_owners().erase(g->gen);
+    delete g->gen;
+  }
   PyTypeObject* tp = Py_TYPE(self);
   tp->tp_free(self);
   Py_DECREF(tp);
@@ -335,6 +346,11 @@ PyObject* generator_object(Generator* gen) {
   reinterpret_cast<PyGenerator*>(obj)->gen = gen;
   reinterpret_cast<PyGenerator*>(obj)->owned = false;
   return obj;
+}
+
+PyObject* generator_owner(Generator* gen) {
+  auto it = generator_owners().find(gen);
+  return it == generator_owners().end() ? nullptr : it->second;
 }
 
 PyObject* device_object(Device d) {

@@ -49,6 +49,7 @@ struct PyGenerator {
 };
 extern PyTypeObject* GeneratorType;
 PyObject* generator_object(Generator* gen);  // new reference to a generator it does not own
+PyObject* generator_owner(Generator* gen);   // borrowed: the ember.Generator that owns `gen`, or nullptr
 
 // ember.UntypedStorage: the bytes a tensor and its views share. One Python
 // object per live storage, so pickle's and deepcopy's memos see views' storage as one.

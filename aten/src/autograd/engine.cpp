@@ -9,6 +9,7 @@
 #include "ember/ops/clone.h"
 #include "ember/ops/ones.h"
 #include "ember/ops/to.h"
+#include "ember/trace.h"
 
 namespace ember::autograd {
 namespace {
@@ -139,6 +140,7 @@ TensorList root_grads(const TensorList& roots, const TensorList& grads) {
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph,
               const TensorList& inputs) {
   (void)inputs;
+  trace::BackwardScope traced_as_backward;
   std::vector<Edge> edges = root_edges(roots);
   TensorList g = root_grads(roots, grads);
   AutoGradMode mode(create_graph);
@@ -148,6 +150,7 @@ void backward(const TensorList& roots, const TensorList& grads, bool retain_grap
 
 TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
                 bool retain_graph, bool create_graph, bool allow_unused) {
+  trace::BackwardScope traced_as_backward;
   std::vector<Edge> edges = root_edges(outputs);
   TensorList g = root_grads(outputs, grad_outputs);
   GraphTask task;
