@@ -83,3 +83,13 @@ def test_public_names_exist_in_pytorch():
     assert {n for n in ember.__all__ if not hasattr(torch, n)} == EMBER_ONLY
     for n in ember.linalg.__all__:
         assert hasattr(torch.linalg, n), n
+
+
+def test_subpackages_are_attributes_after_import_ember():
+    # As `import torch` gives torch.utils, torch.linalg, torch.autograd without importing them.
+    import subprocess
+    import sys
+    code = "import ember; print(all(hasattr(ember, m) for m in ('autograd', 'cuda', 'backends', 'linalg', 'utils')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
+    assert ember.utils.trace.TraceMode is not None
