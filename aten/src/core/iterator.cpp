@@ -55,10 +55,10 @@ int64_t broadcast_stride(const Tensor& t, const DimVector& shape, int64_t d) {
 // the smaller dim innermost), so m.t().exp() has m.t()'s memory order. Empty when
 // that order is row-major or the output is empty (then it is contiguous).
 DimVector layout_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs) {
-  const int nd = (int)shape.size();
-  if (compute_numel(shape) == 0) return {};
   // Contiguous inputs never reorder the dims: the common case skips the sort.
   if (std::all_of(inputs.begin(), inputs.end(), [](const Tensor* t) { return t->is_contiguous(); })) return {};
+  const int nd = (int)shape.size();
+  if (compute_numel(shape) == 0) return {};
   DimVector perm(nd);  // perm[0] is the innermost dim
   for (int d = 0; d < nd; ++d) perm[d] = nd - 1 - d;
   auto should_swap = [&](int64_t d0, int64_t d1) {
