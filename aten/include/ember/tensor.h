@@ -90,6 +90,8 @@ size_t storage_nbytes(const DimVector& sizes, size_t itemsize);
 size_t storage_nbytes_strided(const DimVector& sizes, const DimVector& strides, size_t itemsize);
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device = Device());
 Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device);
+// Gives `t` new sizes in place (contiguous), reallocating when its storage is too small.
+void resize_(const Tensor& t, const DimVector& sizes);
 // A tensor sharing `base`'s storage with new geometry (autograd is the caller's job).
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset);
 // A shallow copy without autograd history: same storage and geometry.

@@ -2,7 +2,7 @@
 
 #include "ember/autograd.h"
 #include "ember/cuda/api.h"
-#include "ember/ops/copy_.h"
+#include "ember/dispatch.h"
 
 namespace ember {
 
@@ -45,12 +45,8 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 Scalar Tensor::item() const {
   EMBER_CHECK(numel() == 1, Runtime, "a Tensor with ", numel(),
               " elements cannot be converted to Scalar");
-  if (!device().is_cpu()) {  // waits for the device: the value is needed now
-    NoGradGuard no_grad;
-    Tensor host = empty_tensor(sizes(), dtype(), Device());
-    ember::copy_(host, *this, false);
-    return host.item();
-  }
+  // Device memory is read through a copy to the host, which waits for the device.
+  if (!device().is_cpu()) return copy_to(*this, Device(), dtype()).item();
   return visit_dtype(dtype(), [&]<typename T>() -> Scalar {
     T v = *data<T>();
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);
@@ -163,6 +159,18 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
   check_nonnegative(sizes);
   auto storage = new_storage(storage_nbytes_strided(sizes, strides, itemsize(dtype)), device);
   return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, strides, 0, dtype));
+}
+
+void resize_(const Tensor& t, const DimVector& sizes) {
+  TensorImpl* impl = t.impl();
+  const size_t nbytes = storage_nbytes(sizes, itemsize(impl->dtype));
+  if (impl->offset * itemsize(impl->dtype) + nbytes > impl->storage->nbytes) {
+    impl->storage = new_storage(nbytes, impl->device());
+    impl->offset = 0;
+  }
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->refresh_numel();
 }
 
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
