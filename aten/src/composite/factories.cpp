@@ -63,10 +63,8 @@ namespace native {
 namespace {
 
 Device resolve_device(const std::optional<Device>& device, const char* op) {
-  Device dev = device.value_or(Device());
-  if (dev.is_cuda())
-    EMBER_CHECK(allocator_for(DeviceType::CUDA) != nullptr, Runtime, op,
-                "(): CUDA is not available (ember was built without CUDA or no GPU is present)");
+  const Device dev = device.value_or(Device());
+  check_device_available(dev, op);
   return dev;
 }
 
