@@ -30,12 +30,6 @@ namespace ember::native {
 
 namespace {
 
-// nullopt and an empty list both mean every dim.
-std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
-  if (dim && dim->empty()) return std::nullopt;
-  return dim;
-}
-
 // The number of elements each output element reduces over.
 int64_t reduced_count(const Tensor& self, const std::optional<IntList>& dim, const char* op) {
   DimVector mask = reduction_mask(dim, self.dim(), op);

@@ -1,5 +1,7 @@
 #include "ember/tensor.h"
 
+#include <limits>
+
 #include "ember/autograd.h"
 #include "ember/cuda/api.h"
 #include "ember/dispatch.h"
@@ -200,6 +202,18 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
     EMBER_FAIL(Index, op, ": Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
                "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
+}
+
+SliceBounds clamp_slice(std::optional<int64_t> start, std::optional<int64_t> end, int64_t size) {
+  int64_t s = start.value_or(0);
+  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
+  if (s < 0) s += size;
+  if (e < 0) e += size;
+  if (s < 0) s = 0;
+  else if (s >= size) s = size;
+  if (e < s) e = s;
+  else if (e >= size) e = size;
+  return {s, e};
 }
 
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {
