@@ -264,18 +264,37 @@ def test_select_errors():
         t_(np.array(1.0, dtype=np.float32)).select(0, 0)
 
 
-@pytest.mark.parametrize("args", [
+# (dim, start, end, step): negative, missing, out-of-range and crossed bounds.
+SLICE_ARGS = [
     (0, 1, 5, 2), (1, -3, None, 1), (0, None, None, 1), (0, -100, 100, 1), (0, 4, 2, 1), (0, 10, None, 1),
-    (1, 0, 4, 3), (0, -1, None, 1), (1, None, -1, 2), (0, 6, 7, 1),
-])
-def test_slice(args):
-    a = arange_np(6, 4)
-    dim, start, end, step = args
-    y = ember.slice(t_(a), dim, start, end, step)
+    (1, 0, 4, 3), (0, -1, None, 1), (1, None, -1, 2), (0, 6, 7, 1), (1, -100, -2, 2), (0, 3, -100, 1),
+]
+
+
+def slice_index(dim, start, end, step):
     index = [slice(None)] * 2
     index[dim] = slice(start, end, step)
-    np.testing.assert_array_equal(np_(y), a[tuple(index)])
-    assert tuple(y.shape) == a[tuple(index)].shape
+    return tuple(index)
+
+
+@pytest.mark.parametrize("args", SLICE_ARGS)
+def test_slice(args):
+    a = arange_np(6, 4)
+    y = ember.slice(t_(a), *args)
+    np.testing.assert_array_equal(np_(y), a[slice_index(*args)])
+    assert tuple(y.shape) == a[slice_index(*args)].shape
+
+
+@pytest.mark.parametrize("args", SLICE_ARGS)
+def test_slice_backward_clamps_as_slice(args):
+    # slice and its backward share one clamping of the bounds: the gradient lands where slice read.
+    x = ember.tensor(arange_np(6, 4), requires_grad=True)
+    y = ember.slice(x, *args)
+    w = np.arange(1, y.numel() + 1, dtype=np.float32).reshape(tuple(y.shape))
+    (y * t_(w)).sum().backward()
+    expect = np.zeros((6, 4), dtype=np.float32)
+    expect[slice_index(*args)] = w
+    np.testing.assert_array_equal(np_(x.grad), expect)
 
 
 def test_slice_geometry_and_errors():

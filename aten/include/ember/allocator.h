@@ -21,6 +21,9 @@ struct Allocator {
 Allocator* cpu_allocator();
 Allocator* allocator_for(DeviceType t);
 void register_allocator(DeviceType t, Allocator* a);
+// RuntimeError "<op>(): CUDA is not available (...)" when `device`'s type has no
+// allocator (CUDA, the only type that can be absent: no CUDA build or no GPU).
+void check_device_available(Device device, const char* op);
 
 struct CpuCacheStats { size_t cached_bytes, allocated_bytes; };
 CpuCacheStats cpu_cache_stats();

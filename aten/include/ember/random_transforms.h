@@ -1,13 +1,16 @@
 #pragma once
-// What rand, randn and randint make of Philox's bits, shared by the CPU fill
-// and the CUDA kernel so that a (seed, offset) gives the same values on both.
+// What rand, randn and randint make of Philox's bits, shared by the CPU and
+// CUDA kernels of _philox_fill_ so that a (seed, offset) gives the same values on both.
 // Each transform reads one Philox block (four 32-bit words) and makes
 // kPerBlock consecutive elements: element i of a tensor comes from block
 // first + i / kPerBlock, whichever device or thread computes it.
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
+#include "ember/dtype.h"
+#include "ember/errors.h"
 #include "ember/generator.h"
 #include "ember/half.h"
 
@@ -89,6 +92,39 @@ void with_transform(RandomKind kind, int64_t low, uint64_t range, Fn&& fn) {
     if (kind == RandomKind::Uniform) fn(Uniform<T>{});
     else fn(Normal<T>{});
   }
+}
+
+// A fill's arguments as its kernels read them: Integer draws from [low, low + range).
+struct FillArgs {
+  RandomKind kind;
+  int64_t low = 0;
+  uint64_t range = 0;
+};
+
+// Checks _philox_fill_'s arguments against `dtype`: the distribution's name,
+// a floating dtype for 'uniform' and 'normal', low < high for 'integer'.
+inline FillArgs fill_args(ScalarType dtype, const std::string& distribution, int64_t low, int64_t high,
+                          const char* op) {
+  if (distribution == "integer") {
+    EMBER_CHECK(low < high, Runtime, op, ": 'integer' expects low < high, but got low=", low, " and high=", high);
+    return {RandomKind::Integer, low, (uint64_t)high - (uint64_t)low};
+  }
+  EMBER_CHECK(distribution == "uniform" || distribution == "normal", Value, op,
+              ": distribution must be 'uniform', 'normal' or 'integer', but got '", distribution, "'");
+  if (!is_floating(dtype)) fail_dtype_not_implemented(op, dtype);
+  return {distribution == "uniform" ? RandomKind::Uniform : RandomKind::Normal};
+}
+
+// The Philox blocks a fill of `n` elements of `dtype` takes: what the caller reserves from its generator.
+inline uint64_t philox_blocks(ScalarType dtype, const FillArgs& args, int64_t n) {
+  uint64_t blocks = 0;
+  visit_dtype(dtype, [&]<typename T>() {
+    with_transform<T>(args.kind, args.low, args.range, [&](auto f) {
+      constexpr int per_block = decltype(f)::kPerBlock;
+      blocks = (uint64_t)((n + per_block - 1) / per_block);
+    });
+  });
+  return blocks;
 }
 
 }  // namespace ember::random

@@ -28,6 +28,11 @@ struct ReduceIterator {
   Tensor finish();
 };
 
+// A dim= argument in which nullopt and an empty list both mean every dim.
+inline std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
+  if (dim && dim->empty()) return std::nullopt;
+  return dim;
+}
 // Wraps and deduplicates reduction dims into a mask over `ndim` dims (all when nullopt).
 DimVector reduction_mask(const std::optional<IntList>& dims, int64_t ndim, const char* op);
 // `sizes` with the masked dims set to 1: the shape a reduction writes before squeezing.

@@ -61,4 +61,7 @@ template <typename T, typename M = T> inline M checked_scalar(const Scalar& s) {
   return s.template to<M>();
 }
 
+// The same check for a tensor of dtype `dt`, before dispatch (fill_, full, setitem, where's numbers).
+void check_scalar_fits(const Scalar& s, ScalarType dt);
+
 }  // namespace ember

@@ -1,6 +1,7 @@
 #pragma once
 // TensorImpl: a strided view of a storage, with an optional autograd record.
 #include <memory>
+#include <optional>
 #include <vector>
 #include "ember/checked_math.h"
 #include "ember/device.h"
@@ -91,6 +92,8 @@ size_t storage_nbytes(const DimVector& sizes, size_t itemsize);
 size_t storage_nbytes_strided(const DimVector& sizes, const DimVector& strides, size_t itemsize);
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device = Device());
 Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device);
+// Gives `t` new sizes in place (contiguous), reallocating when its storage is too small.
+void resize_(const Tensor& t, const DimVector& sizes);
 // A tensor sharing `base`'s storage with new geometry (autograd is the caller's job).
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset);
 // A shallow copy without autograd history: same storage and geometry.
@@ -100,6 +103,12 @@ Tensor wrap_number(const Scalar& s);
 Tensor scalar_tensor(const Scalar& s, ScalarType dtype, Device device = Device());
 // Wraps a negative dim and checks its range; `op` names the caller in the IndexError.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+// slice's bounds along a dim of `size`: negative ones count from the end, None is
+// that end, and both are clamped to [0, size] with end never before start (Python's slicing).
+struct SliceBounds {
+  int64_t start, end;
+};
+SliceBounds clamp_slice(std::optional<int64_t> start, std::optional<int64_t> end, int64_t size);
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op);
 std::string shape_str(const DimVector& s);
 

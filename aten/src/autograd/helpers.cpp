@@ -39,12 +39,6 @@ namespace ember::autograd {
 
 namespace {
 
-// nullopt and an empty list both mean every dim.
-std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
-  if (dim && dim->empty()) return std::nullopt;
-  return dim;
-}
-
 // Puts back the size-1 dims a reduction without keepdim removed.
 Tensor restore_reduced(const Tensor& t, const DimVector& mask, bool keepdim) {
   if (keepdim) return t;
@@ -216,15 +210,7 @@ Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std
   const int64_t ndim = (int64_t)shape.size();
   const int64_t d = wrap_dim(dim, ndim, "slice");
   const int64_t size = shape[d];
-  // The same clamping as slice.
-  int64_t s = start.value_or(0);
-  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
-  if (s < 0) s += size;
-  if (e < 0) e += size;
-  if (s < 0) s = 0;
-  else if (s >= size) s = size;
-  if (e < s) e = s;
-  else if (e >= size) e = size;
+  const auto [s, e] = clamp_slice(start, end, size);
   const int64_t k = grad.sizes()[d];
   if (k == 0 || grad.numel() == 0) return zeros_of(shape, grad);
   Tensor g = grad;

@@ -13,13 +13,6 @@ namespace ember::native {
 
 namespace {
 
-// A CUDA target needs a registered CUDA allocator.
-void check_device_available(Device device, const char* op) {
-  if (device.is_cuda())
-    EMBER_CHECK(allocator_for(DeviceType::CUDA) != nullptr, Runtime, op,
-                "(): CUDA is not available (ember was built without CUDA or no GPU is present)");
-}
-
 // "cuda" (no index) names whichever CUDA device the tensor is on.
 bool same_device(Device have, Device want) {
   return have.type == want.type && (have.index == want.index || have.index < 0 || want.index < 0);

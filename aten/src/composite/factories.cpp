@@ -1,7 +1,7 @@
 // Factories: empty/zeros/ones/full, ranges, eye, and random tensors from the
-// counter-based Philox generator. Fills go through fill_ and random tensors
-// are made where they live (any device); ranges and eye compute on the CPU
-// and move the result to `device`.
+// counter-based Philox generator. Fills go through the fill_ and _philox_fill_
+// kernels of the tensor's device; ranges and eye compute on the CPU and move
+// the result to `device`.
 // (requires_grad is applied by the generated entries.)
 #include <cmath>
 #include <limits>
@@ -9,9 +9,9 @@
 
 #include "ember/allocator.h"
 #include "ember/cuda/api.h"
-#include "ember/cuda/random.h"
 #include "ember/generator.h"
 #include "ember/op_support.h"
+#include "ember/ops/_philox_fill_.h"
 #include "ember/ops/arange.h"
 #include "ember/ops/empty.h"
 #include "ember/ops/eye.h"
@@ -63,10 +63,8 @@ namespace native {
 namespace {
 
 Device resolve_device(const std::optional<Device>& device, const char* op) {
-  Device dev = device.value_or(Device());
-  if (dev.is_cuda())
-    EMBER_CHECK(allocator_for(DeviceType::CUDA) != nullptr, Runtime, op,
-                "(): CUDA is not available (ember was built without CUDA or no GPU is present)");
+  const Device dev = device.value_or(Device());
+  check_device_available(dev, op);
   return dev;
 }
 
@@ -90,39 +88,20 @@ void fill_indexed(T* out, int64_t n, F&& f) {
   });
 }
 
-// Philox fill: element i takes its bits from block first + i / PerBlock;
-// f(philox, k) makes the k-th element of a block.
-template <int PerBlock, typename T, typename F>
-void philox_fill(T* out, int64_t n, uint64_t seed, uint64_t first, F&& f) {
-  const int64_t blocks = (n + PerBlock - 1) / PerBlock;
-  parallel_for(blocks, std::max<int64_t>(kGrainSize / PerBlock, 1), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      Philox ph(seed, first + (uint64_t)b);
-      const int64_t base = b * PerBlock;
-      for (int k = 0; k < PerBlock && base + k < n; ++k) out[base + k] = f(ph, k);
-    }
-  });
-}
-
-// Fills a fresh tensor (on any device) with Philox blocks reserved from `gen`
-// (the device's default generator when null); values do not depend on the device.
-void random_fill(const Tensor& t, Generator* gen, const char* op, random::RandomKind kind, int64_t low = 0,
-                 uint64_t range = 0) {
+// Fills a fresh tensor (on any device) through its device's _philox_fill_ kernel, with
+// blocks reserved from `gen` (the device's default generator when null).
+void random_fill(const Tensor& t, Generator* gen, const char* op, const char* distribution, int64_t low = 0,
+                 int64_t high = 0) {
   const Device dev = t.device();
   if (!gen) gen = default_generator(dev);
   EMBER_CHECK(gen->device.type == dev.type, Runtime, op, "(): expected a '", dev.is_cuda() ? "cuda" : "cpu",
               "' device type for generator but found '", gen->device.is_cuda() ? "cuda" : "cpu", "'");
   const int64_t n = t.numel();
   if (n == 0) return;
-  Generator::Draw draw{};
-  visit_dtype(t.dtype(), [&]<typename T>() {
-    random::with_transform<T>(kind, low, range, [&](auto f) {
-      constexpr int per_block = decltype(f)::kPerBlock;
-      draw = gen->reserve((uint64_t)((n + per_block - 1) / per_block));
-      if (dev.is_cpu()) philox_fill<per_block>(t.data<T>(), n, draw.seed, draw.first, f);
-    });
-  });
-  if (dev.is_cuda()) cuda::philox_fill(t, kind, draw.seed, draw.first, low, range);
+  const random::FillArgs args = random::fill_args(t.dtype(), distribution, low, high, op);
+  const Generator::Draw draw = gen->reserve(random::philox_blocks(t.dtype(), args, n));
+  kernel_for(dispatch::_philox_fill_, dev, "_philox_fill_")(t, distribution, (int64_t)draw.seed, (int64_t)draw.first,
+                                                             low, high);
 }
 
 }  // namespace
@@ -269,7 +248,7 @@ Tensor rand(const IntList& size, Generator* generator, std::optional<ScalarType>
   const ScalarType dt = dtype.value_or(default_dtype());
   if (!is_floating(dt)) fail_dtype_not_implemented("check_uniform_bounds", dt);
   Tensor t = empty_tensor(size, dt, resolve_device(device, "rand"));
-  random_fill(t, generator, "rand", random::RandomKind::Uniform);
+  random_fill(t, generator, "rand", "uniform");
   return t;
 }
 
@@ -279,7 +258,7 @@ Tensor randn(const IntList& size, Generator* generator, std::optional<ScalarType
   const ScalarType dt = dtype.value_or(default_dtype());
   if (!is_floating(dt)) fail_dtype_not_implemented("normal_kernel_cpu", dt);
   Tensor t = empty_tensor(size, dt, resolve_device(device, "randn"));
-  random_fill(t, generator, "randn", random::RandomKind::Normal);
+  random_fill(t, generator, "randn", "normal");
   return t;
 }
 
@@ -301,7 +280,7 @@ Tensor randint(int64_t low, int64_t high, const IntList& size, Generator* genera
     }
   });
   Tensor t = empty_tensor(size, dt, resolve_device(device, "randint"));
-  random_fill(t, generator, "randint", random::RandomKind::Integer, low, (uint64_t)high - (uint64_t)low);
+  random_fill(t, generator, "randint", "integer", low, high);
   return t;
 }
 

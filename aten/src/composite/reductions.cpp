@@ -30,12 +30,6 @@ namespace ember::native {
 
 namespace {
 
-// nullopt and an empty list both mean every dim.
-std::optional<IntList> all_if_empty(const std::optional<IntList>& dim) {
-  if (dim && dim->empty()) return std::nullopt;
-  return dim;
-}
-
 // The number of elements each output element reduces over.
 int64_t reduced_count(const Tensor& self, const std::optional<IntList>& dim, const char* op) {
   DimVector mask = reduction_mask(dim, self.dim(), op);
@@ -59,8 +53,8 @@ Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::o
   EMBER_CHECK(is_floating(self.dtype()), Runtime, "std and var only support floating point and complex dtypes");
   double c = resolve_correction(unbiased, correction, op);
   std::optional<IntList> dim = all_if_empty(dim_in);
-  // One fused pass when nothing needs the graph of the steps below.
-  if (self.device().type == DeviceType::CPU && !autograd::any_requires_grad({&self}))
+  // One fused pass, on the devices with a _var_std kernel, when nothing needs the graph of the steps below.
+  if (dispatch::_var_std[(int)self.device().type] && !autograd::any_requires_grad({&self}))
     return ember::_var_std(self, dim, c, keepdim, take_sqrt);
   int64_t n = reduced_count(self, dim, op);
   // On the CPU every floating dtype accumulates in float64, as PyTorch's CPU

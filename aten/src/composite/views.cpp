@@ -1,7 +1,6 @@
 // Views: ops that return a tensor sharing `self`'s storage with new geometry.
 // The generated public entries (ember::view, ...) record autograd and mark
 // the result as a view; these functions only compute sizes, strides, offset.
-#include <limits>
 #include <optional>
 
 #include "ember/ops/expand.h"
@@ -221,15 +220,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   EMBER_CHECK(ndim > 0, Runtime, "slice() cannot be applied to a 0-dim tensor.");
   EMBER_CHECK(step > 0, Runtime, "slice step must be positive");
   int64_t d = wrap_dim(dim, ndim, "slice");
-  const int64_t size = self.sizes()[d];
-  int64_t s = start.value_or(0);
-  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
-  if (s < 0) s += size;
-  if (e < 0) e += size;
-  if (s < 0) s = 0;
-  else if (s >= size) s = size;
-  if (e < s) e = s;
-  else if (e >= size) e = size;
+  const auto [s, e] = clamp_slice(start, end, self.sizes()[d]);
   DimVector sizes = self.sizes(), strides = self.strides();
   int64_t offset = self.offset() + s * strides[d];
   sizes[d] = ceil_div_nonneg(e - s, step);

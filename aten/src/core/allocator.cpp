@@ -107,6 +107,11 @@ Allocator* allocator_for(DeviceType t) {
 
 void register_allocator(DeviceType t, Allocator* a) { g_allocators[(int)t] = a; }
 
+void check_device_available(Device device, const char* op) {
+  EMBER_CHECK(allocator_for(device.type) != nullptr, Runtime, op,
+              "(): CUDA is not available (ember was built without CUDA or no GPU is present)");
+}
+
 CpuCacheStats cpu_cache_stats() { return instance()->stats(); }
 void cpu_empty_cache() { instance()->empty_cache(); }
 

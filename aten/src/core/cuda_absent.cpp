@@ -4,7 +4,6 @@
 #include "ember/cuda/api.h"
 #include "ember/cuda/copy.h"
 #include "ember/cuda/cublas.h"
-#include "ember/cuda/random.h"
 #include "ember/errors.h"
 
 namespace ember::cuda {
@@ -38,7 +37,6 @@ void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 void init() {}
 Tensor copy_across_devices(const Tensor&, const Tensor&, bool) { not_built(); }
-void philox_fill(const Tensor&, RandomKind, uint64_t, uint64_t, int64_t, uint64_t) { not_built(); }
 bool cublas_available() { return false; }
 std::string cublas_status() { return "ember was built without CUDA"; }
 void set_cublas_search_dirs(const std::vector<std::string>&) {}

@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <string>
 
+#include "ember/dispatch.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
-#include "ember/op_support.h"
-#include "ember/ops/clone.h"
-#include "ember/ops/to.h"
+#include "ember/overlap.h"
 
 namespace ember {
 namespace {
@@ -16,7 +15,7 @@ namespace {
 // The nonzero positions of a bool/uint8 mask, one int64 CPU tensor per mask dim.
 std::vector<Tensor> mask_to_indices(const Tensor& mask_in) {
   // A mask on a device is read on the host (a sync, as PyTorch's nonzero).
-  const Tensor mask = mask_in.device().is_cpu() ? mask_in : ember::to_device(mask_in, Device(), std::nullopt, false, false);
+  const Tensor mask = mask_in.device().is_cpu() ? mask_in : copy_to(mask_in, Device(), mask_in.dtype());
   const int64_t nd = mask.dim();
   std::vector<int64_t> offs = enumerate_offsets(mask.sizes(), mask.strides());
   const char* base = static_cast<const char*>(mask.data_ptr());  // bool and uint8 are one byte
@@ -220,11 +219,9 @@ IndexPutValues prepare_index_put_values(const Tensor& self, const IndexPlan& pla
     // PyTorch moves a 0-d value to self's device and rejects anything else.
     EMBER_CHECK(v.dim() == 0, Runtime, op, ": expected values on ", self.device(), " (the device of self), got ",
                 v.device());
-    v = ember::to_device(v, self.device(), self.dtype(), false, false);
-  } else if (v.dtype() != self.dtype()) {
-    v = ember::to_dtype(v, self.dtype(), false, false);
-  } else if (v.storage() == self.storage()) {
-    v = ember::clone(v);  // no overlap between what is read and what is written
+    v = copy_to(v, self.device(), self.dtype());
+  } else if (v.dtype() != self.dtype() || v.storage() == self.storage()) {
+    v = copy_to(v, self.device(), self.dtype());  // a copy never overlaps what is written
   }
   for (int64_t k = vskip; k < vdims; ++k) {
     const int64_t r = lead + k - vskip;

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "ember/op_support.h"
-#include "ember/ops/copy_.h"
+#include "ember/dispatch.h"
+#include "ember/overlap.h"
+#include "ember/scalar_convert.h"
 
 namespace ember {
 namespace {
@@ -34,13 +35,6 @@ struct ResultTypeState {
 };
 
 bool is_cpu_scalar(const Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
-
-Tensor cast_to(const Tensor& t, ScalarType dtype) {
-  if (t.dtype() == dtype) return t;
-  Tensor out = empty_tensor(t.sizes(), dtype, t.device());
-  kernel_for(dispatch::copy_, t.device(), "copy_")(out, t, false);
-  return out;
-}
 
 // Strides of `t` broadcast to `shape` at dim d; 0 where it is broadcast or has size 1.
 int64_t broadcast_stride(const Tensor& t, const DimVector& shape, int64_t d) {
@@ -288,7 +282,7 @@ void TensorIterator::compute_layout(const DimVector& shape, int order_by) {
 
 void TensorIterator::finish() {
   if (writeback_.defined()) {
-    kernel_for(dispatch::copy_, writeback_.device(), "copy_")(writeback_, operands_[0], false);
+    copy_elements(writeback_, operands_[0]);
     writeback_.reset();
   }
 }

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "ember/op_support.h"
-#include "ember/ops/copy_.h"
+#include "ember/dispatch.h"
 
 namespace ember {
 
@@ -65,25 +64,15 @@ ReduceIterator ReduceIterator::make(const char* op, const Tensor& self, const st
       EMBER_CHECK(!(r.reduced[d] && self.sizes()[d] == 0), Index, op, "(): Expected reduction dim ", d,
                   " to have non-zero size.");
   }
-  auto converted = [&](const Tensor& t, ScalarType dt) {
-    if (t.dtype() == dt) return t;
-    Tensor c = empty_tensor(t.sizes(), dt, t.device());
-    kernel_for(dispatch::copy_, t.device(), "copy_")(c, t, false);
-    return c;
-  };
   // dtype= converts the input first, as PyTorch's self.to(dtype): 200.5 -> int8 wraps, float -> bfloat16 rounds.
-  r.input = converted(dtype && *dtype != compute ? converted(self, *dtype) : self, compute);
+  r.input = cast_to(dtype && *dtype != compute ? cast_to(self, *dtype) : self, compute);
   r.output = empty_tensor(kept_sizes(self.sizes(), r.reduced), compute, self.device());
   return r;
 }
 
 Tensor ReduceIterator::finish() {
   Tensor result = keepdim ? output : drop_reduced_dims(output, reduced);
-  if (result.dtype() != result_dtype) {
-    Tensor cast = empty_tensor(result.sizes(), result_dtype, result.device());
-    kernel_for(dispatch::copy_, cast.device(), "copy_")(cast, result, false);
-    result = cast;
-  }
+  result = cast_to(result, result_dtype);
   if (out.defined()) {
     copy_into_out(out, result, "reduction");
     return out;

@@ -1,8 +1,10 @@
 #include "ember/tensor.h"
 
+#include <limits>
+
 #include "ember/autograd.h"
 #include "ember/cuda/api.h"
-#include "ember/ops/copy_.h"
+#include "ember/dispatch.h"
 
 namespace ember {
 
@@ -44,12 +46,8 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 Scalar Tensor::item() const {
   EMBER_CHECK(numel() == 1, Runtime, "a Tensor with ", numel(),
               " elements cannot be converted to Scalar");
-  if (!device().is_cpu()) {  // waits for the device: the value is needed now
-    NoGradGuard no_grad;
-    Tensor host = empty_tensor(sizes(), dtype(), Device());
-    ember::copy_(host, *this, false);
-    return host.item();
-  }
+  // Device memory is read through a copy to the host, which waits for the device.
+  if (!device().is_cpu()) return copy_to(*this, Device(), dtype()).item();
   return visit_dtype(dtype(), [&]<typename T>() -> Scalar {
     T v = *data<T>();
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);
@@ -164,6 +162,18 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
   return Tensor(Ref<TensorImpl>::make(std::move(storage), sizes, strides, 0, dtype));
 }
 
+void resize_(const Tensor& t, const DimVector& sizes) {
+  TensorImpl* impl = t.impl();
+  const size_t nbytes = storage_nbytes(sizes, itemsize(impl->dtype));
+  if (impl->offset * itemsize(impl->dtype) + nbytes > impl->storage->nbytes) {
+    impl->storage = new_storage(nbytes, impl->device());
+    impl->offset = 0;
+  }
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->refresh_geometry();
+}
+
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
   return Tensor(Ref<TensorImpl>::make(base.impl()->storage, std::move(sizes), std::move(strides), offset, base.dtype()));
 }
@@ -191,6 +201,18 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
     EMBER_FAIL(Index, op, ": Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
                "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
+}
+
+SliceBounds clamp_slice(std::optional<int64_t> start, std::optional<int64_t> end, int64_t size) {
+  int64_t s = start.value_or(0);
+  int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
+  if (s < 0) s += size;
+  if (e < 0) e += size;
+  if (s < 0) s = 0;
+  else if (s >= size) s = size;
+  if (e < s) e = s;
+  else if (e >= size) e = size;
+  return {s, e};
 }
 
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {

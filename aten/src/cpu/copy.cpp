@@ -4,6 +4,7 @@
 
 #include "ember/cpu/loops.h"
 #include "ember/cuda/copy.h"
+#include "ember/dispatch.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/fill_.h"
 #include "ember/scalar_convert.h"
@@ -35,5 +36,10 @@ Tensor fill_cpu(const Tensor& self, const Scalar& value) {
   });
   return self;
 }
+
+namespace {
+// The core's copy table (ember/dispatch.h) gets this kernel when the library loads.
+[[maybe_unused]] const bool kCopyRegistered = (register_copy_kernel(DeviceType::CPU, copy_cpu), true);
+}  // namespace
 
 }  // namespace ember::cpu

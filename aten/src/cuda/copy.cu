@@ -3,6 +3,7 @@
 #include "ember/cuda/copy.h"
 #include "ember/cuda/loops.cuh"
 #include "ember/cuda/runtime.h"
+#include "ember/dispatch.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/fill_.h"
 
@@ -56,5 +57,10 @@ Tensor fill_cuda(const Tensor& self, const Scalar& value) {
   visit_dtype(self.dtype(), [&]<typename T>() { gpu_kernel(it, FillWith<T>{value.to<T>()}, "fill_"); });
   return self;
 }
+
+namespace {
+// The core's copy table (ember/dispatch.h) gets this kernel when the library loads.
+[[maybe_unused]] const bool kCopyRegistered = (register_copy_kernel(DeviceType::CUDA, copy_cuda), true);
+}  // namespace
 
 }  // namespace ember::cuda

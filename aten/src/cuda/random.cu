@@ -1,7 +1,10 @@
-// Random tensors on the device: thread b computes Philox block first + b and
+// _philox_fill_ on the device: thread b computes Philox block first + b and
 // writes its kPerBlock elements, so values match the CPU fill element for element.
-#include "ember/cuda/random.h"
+#include <string>
+
 #include "ember/cuda/runtime.h"
+#include "ember/dispatch.h"
+#include "ember/ops/_philox_fill_.h"
 #include "ember/random_transforms.h"
 
 namespace ember::cuda {
@@ -35,11 +38,18 @@ void launch(const Tensor& t, uint64_t seed, uint64_t first, F f) {
 
 }  // namespace
 
-void philox_fill(const Tensor& t, RandomKind kind, uint64_t seed, uint64_t first, int64_t low, uint64_t range) {
-  EMBER_CHECK(t.is_contiguous(), Runtime, "philox_fill: expected a contiguous tensor");
-  visit_dtype(t.dtype(), [&]<typename T>() {
-    random::with_transform<T>(kind, low, range, [&](auto f) { launch<T>(t, seed, first, f); });
+Tensor philox_fill_cuda(const Tensor& self, const std::string& distribution, int64_t seed, int64_t offset,
+                        int64_t low, int64_t high) {
+  const random::FillArgs args = random::fill_args(self.dtype(), distribution, low, high, "_philox_fill_");
+  if (self.numel() == 0) return self;
+  // A strided self is filled through a contiguous buffer, element i in its row-major order.
+  const Tensor target = self.is_contiguous() ? self : empty_tensor(self.sizes(), self.dtype(), self.device());
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    random::with_transform<T>(args.kind, args.low, args.range,
+                              [&](auto f) { launch<T>(target, (uint64_t)seed, (uint64_t)offset, f); });
   });
+  if (!target.is_same(self)) copy_elements(self, target);
+  return self;
 }
 
 }  // namespace ember::cuda
