@@ -94,7 +94,8 @@ typename Ops::Acc horizontal(const Ops& ops, const char* in, int64_t stride, int
 #pragma omp simd
       for (int l = 0; l < L; ++l) acc[l] = ops.reduce(acc[l], x[i + l]);
     }
-    for (; i < n; ++i) acc[0] = ops.reduce(acc[0], x[i]);
+    // A pointer walk: gcc cannot bound an index here and warns it could overflow.
+    for (const In *p = x + i, *end = x + n; p < end; ++p) acc[0] = ops.reduce(acc[0], *p);
   } else {
     for (; i + L <= n; i += L)
       for (int l = 0; l < L; ++l) acc[l] = ops.reduce(acc[l], *reinterpret_cast<const In*>(in + (i + l) * stride));
