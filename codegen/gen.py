@@ -63,6 +63,14 @@ def node_name(op):
     return camel(op.name) + "Backward" + ("1" if op.sig.overload else "0")
 
 
+def node_struct(model, op):
+    """The C++ type of an op's node: its name, unless ops share that name (selu's and elu's
+    EluBackward0, as PyTorch's), then the name and the op."""
+    name = node_name(op)
+    shared = sum(1 for o in model.ops if o.derivative and node_name(o) == name) > 1
+    return name + camel(op.cpp_name) if shared else name
+
+
 def trailing_default_params(params):
     """C++ default arguments only for the trailing run of defaulted params."""
     n = len(params)
@@ -200,6 +208,7 @@ class OpGen:
                 values.append({"name": name, "type": value_type(p.type)})
         return {
             "name": node_name(op),
+            "struct": node_struct(self.model, op),
             "diff": [{"name": d.name, "index": i, "formula": formulas[d.name], "is_list": d.type.is_list}
                      for i, d in enumerate(diff)],
             "saved_inputs": saved_inputs,
@@ -254,7 +263,7 @@ class OpGen:
             "input_ptrs": ", ".join(f"&{p.name}" for p in inputs),
             "promote_scalars": ", ".join(
                 (f"{p.name} ? &*{p.name} : nullptr" if p.type.optional else f"&{p.name}")
-                for p in self.scalar_params if not p.kw_only),
+                for p in self.scalar_params if p.name in self.op.promote_scalars),
             "scalar_params": params_decl(self.scalar_params),
             "scalar_args": args_list(self.scalar_params),
             "dtypes_cpp": [(DTYPE_ENUM[d], DTYPE_CPP[d]) for d in op.dtypes],

@@ -18,11 +18,11 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module"}
+           "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
-PYTHON_MODULES = ("linalg",)
+PYTHON_MODULES = ("linalg", "nn")
 
 
 @dataclass
@@ -70,6 +70,7 @@ class Op:
     fit_numbers: bool = False  # those numbers must fit the compute dtype (PyTorch's where.Scalar*)
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     python_module: str = ""  # the ember submodule of the function form ("" is ember itself)
+    promote_scalars: list = field(default_factory=list)  # Scalar arguments that take part in type promotion
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -249,6 +250,12 @@ def _parse_op(entry, sets, file):
         except expr.ExprError as e:
             raise SpecError(file, entry.line_of("scalar"), f"{sig.full_name}: {e}") from None
         op.special = _specials(entry, op, sets, file)
+        scalars = {p.name for p in sig.params if p.type.base == "Scalar"}
+        promote_scalars = entry.get("promote_scalars", [])
+        if not isinstance(promote_scalars, list) or not set(promote_scalars) <= scalars:
+            raise SpecError(file, entry.line_of("promote_scalars"),
+                            f"{sig.full_name}: promote_scalars lists Scalar arguments")
+        op.promote_scalars = list(promote_scalars)
     elif "scalar" in entry or "special" in entry:
         key = "scalar" if "scalar" in entry else "special"
         raise SpecError(file, entry.line_of(key), f"{sig.full_name}: only pointwise ops take `{key}:`")

@@ -147,7 +147,11 @@ def _body(op, ov, has_out, inplace):
     if inplace:
         name = op.cpp_name if op.is_inplace else op.cpp_name + "_"
         lines.append(_released(work, f"ember::{name}({args});"))
-        lines.append("Py_INCREF(self_obj); return self_obj;")
+        if ov.form == "method":
+            lines.append("Py_INCREF(self_obj); return self_obj;")
+        else:
+            i = [p.name for p in ov.params].index("self")
+            lines.append(f"Py_INCREF(parsed[{i}]); return parsed[{i}];")
     elif len(op.sig.returns) > 1:
         lines.append(f"return wrap_tuple({call}, return_type_{op.cpp_name});")
     elif ov.form == "method" and op.returns_tensor:
@@ -168,7 +172,8 @@ def python_groups(model, ops):
         if "method" in op.variants and op.sig.param("self"):
             forms.append(("method", op.name, op.is_inplace))
         if "inplace" in op.derive and op.sig.param("self"):
-            forms.append(("method", op.name + "_", True))
+            # A function-only op's in-place form is a function too (torch.selu_, torch._C._nn.elu_).
+            forms.append(("function" if op.variants == ["function"] else "method", op.name + "_", True))
         for form, pyname, inplace in forms:
             params = [p for p in op.sig.params if not (form == "method" and p.name == "self")]
             has_out = "out" in op.derive and not inplace
@@ -182,7 +187,8 @@ def python_groups(model, ops):
             key = (form, pyname)
             if key not in groups:
                 module = op.python_module if form == "function" else ""
-                groups[key] = Group(pyname, form, [], op.doc, module, public_name(op) if module else pyname)
+                public = public_name(op) + pyname[len(op.name):] if module else pyname
+                groups[key] = Group(pyname, form, [], op.doc, module, public)
             groups[key].overloads.append(ov)
     for g in groups.values():
         # pow(t, 2) is pow.Tensor_Scalar, not pow with a wrapped number: a Tensor

@@ -31,6 +31,12 @@ FLOATS = (0.5, -1.5, 0.0, float("nan"), float("inf"), float("-inf"), 1e308, 3.0)
 EXCLUDED = {"set_num_threads"}
 
 
+def function_label_of(path, name):
+    """ember.add, ember.linalg.vector_norm; the nn table is driven directly (ember._C._nn.elu), as
+    ember.nn.functional wraps it in Python functions with PyTorch's signatures."""
+    return ".".join(filter(None, ("ember", "_C._nn" if path == "nn" else path, name)))
+
+
 def public_targets():
     """Sorted (label, kind, signature or None): kind is 'function', 'method' or 'operator'."""
     import ember
@@ -38,13 +44,15 @@ def public_targets():
 
     targets = {}
     # Where each op's function is public: ember.add, ember.linalg.vector_norm (python_module: linalg).
-    function_label = {getattr(table, name).__name__: ".".join(filter(None, ("ember", path, name)))
+    function_label = {getattr(table, name).__name__: function_label_of(path, name)
                       for path, table in ember._C._op_modules.items() for name in table.__all__}
     for op in load_spec().ops:
         if op.name.startswith("_"):
             continue
         if "function" in op.variants and op.name in function_label:
             targets.setdefault((function_label[op.name], "function"), []).append(op)
+        if op.variants == ["function"] and op.name + "_" in function_label:   # ember.selu_, _C._nn.elu_
+            targets.setdefault((function_label[op.name + "_"], "function"), []).append(op)
         if "method" in op.variants and hasattr(ember.Tensor, op.name):
             targets.setdefault(("Tensor." + op.name, "method"), []).append(op)
         if "method" in op.variants and not op.name.endswith("_") and hasattr(ember.Tensor, op.name + "_"):

@@ -201,7 +201,7 @@ def test_repository_specs_generate(tmp_path):
     assert r.returncode == 0, r.stderr
     gen = tmp_path / "gen"
     assert (gen / "ember" / "ops.h").exists() and (gen / "_C" / "__init__.pyi").exists()
-    assert {p.name for p in (gen / "_C").iterdir()} == {"__init__.pyi", "_VariableFunctions.pyi", "_linalg.pyi"}
+    assert {p.name for p in (gen / "_C").iterdir()} == {"__init__.pyi", "_VariableFunctions.pyi", "_linalg.pyi", "_nn.pyi"}
     # One header per op name, one kernel file per op with generated kernels.
     header = (gen / "ember" / "ops" / "max.h").read_text()
     assert "Tensor max(const Tensor& self);" in header and "max_dim_cpu" in header and "Tensor add(" not in header

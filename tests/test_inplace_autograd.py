@@ -15,8 +15,8 @@ import pytest
 import ember
 from harness.collect import collect, rng_for
 from harness.gradcheck import gradcheck
-from harness.run import NONLEAF_INPLACE
-from harness.spec import differentiable, load_spec
+from harness.run import NONLEAF_INPLACE, public_function
+from harness.spec import differentiable, load_spec, tensor_args
 
 try:
     import torch
@@ -134,6 +134,14 @@ N = 512  # 512 x 512 float32 = 1 MiB
 INPLACE_COMPOSITES = [op.full_name for op in SPEC.ops if op.kind != "pointwise" and "inplace" in op.derive]
 
 
+def _call_inplace(op, y, w, kwargs):
+    """y.op_(w) or, for a function-only op (rrelu), ember.op_(y); w only where the op takes a second tensor."""
+    others = [w] if len(tensor_args(op)) > 1 else []
+    if "method" in op.variants:
+        return getattr(y, op.name + "_")(*others, **kwargs)
+    return public_function(op, "_")(y, *others, **kwargs)
+
+
 def _inplace_composite_calls():
     """(id, fn(y, w)) for each in-place composite, with each of its keyword variants."""
     calls = []
@@ -142,7 +150,7 @@ def _inplace_composite_calls():
         for kwargs in op.test.get("kwargs", [{}]):
             tag = "-".join(f"{k}={v}" for k, v in kwargs.items())
             calls.append((f"{op.name}_{'-' + tag if tag else ''}",
-                          lambda y, w, op=op, kwargs=kwargs: getattr(y, op.name + "_")(w, **kwargs)))
+                          lambda y, w, op=op, kwargs=kwargs: _call_inplace(op, y, w, kwargs)))
     calls.append(("zero_", lambda y, w: y.zero_()))
     return calls
 

@@ -41,8 +41,22 @@ def test_namespace_tables_match_the_spec():
     model = load_model(ROOT / "ops.yaml", ROOT / "derivatives.yaml")
     assert set(ember._C._op_modules) == {""} | set(PYTHON_MODULES)
     for path, table in ember._C._op_modules.items():
-        expected = {public_name(op) for op in model.ops if op.python_module == path and "function" in op.variants}
+        ops = [op for op in model.ops if op.python_module == path and "function" in op.variants]
+        # A function-only op's derived in-place form is a function too (torch.selu_, torch._C._nn.elu_).
+        expected = {public_name(op) for op in ops} | {
+            public_name(op) + "_" for op in ops if op.variants == ["function"] and "inplace" in op.derive}
         assert set(table.__all__) == expected, path
+        assert sys.modules[table.__name__] is table  # importable, as PyTorch's torch._C._linalg
+        if path == "nn":
+            # As torch._C._nn: ember.nn.functional wraps these in Python functions of the same names.
+            # An in-place form is either F's own function or reached by F's `inplace=True`.
+            functional = ember.nn.functional
+            for name in (n for n in table.__all__ if not n.startswith("_")):
+                base = name.rstrip("_")
+                wrapper = getattr(functional, {"log_sigmoid": "logsigmoid"}.get(base, base))
+                if name.endswith("_") and not hasattr(functional, name):
+                    assert "inplace" in inspect.signature(wrapper).parameters, name
+            continue
         module = ember
         for part in filter(None, path.split(".")):
             module = getattr(module, part)
@@ -51,8 +65,6 @@ def test_namespace_tables_match_the_spec():
                 assert getattr(module, name) is getattr(table, name), f"{path}.{name}"
         if path:
             assert module.__all__ == [n for n in table.__all__ if not n.startswith("_")]
-            # The table is importable, as PyTorch's torch._C._linalg.
-            assert sys.modules[table.__name__] is table
 
 
 def test_all_is_explicit_and_complete():

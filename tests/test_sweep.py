@@ -17,10 +17,11 @@ import pytest
 import ember
 from harness.dtypes import FLOATING, INTEGRAL, NUMPY_STORAGE, TensorInfo, is_floating, result_type, round_to
 from harness.samples import PARTNER
+from harness.run import public_function
 from harness.spec import ALL_DTYPES, load_spec, run_dtypes
 from harness.tensors import make_tensor
 from harness.sweep import (EPS, GRAIN, LAYOUTS, SMALL_BATCHED, THREADS, Input, Report, Tol, accumulated_tol,
-                           as_torch, build, dtype_of, evaluate, gemm_shapes, num_threads, numel_shapes, reduction_shapes,
+                           as_torch, build, dtype_of, evaluate, gemm_shapes, num_threads, numel_shapes, op_tol, reduction_shapes,
                            ref_array, ref_kind, ref_names, rng_for, subset, torch, values_for)
 
 # var/std over one element, as NumPy and PyTorch, give nan with a warning.
@@ -50,10 +51,16 @@ def public_fn(module, name):
 
 def torch_fn(op):
     name = TORCH_NAME.get(op.full_name, op.name)
-    return public_fn(torch, name) if (torch is not None and name) else None
+    if torch is None or not name:
+        return None
+    if op.python_module == "nn":  # torch._C._nn.elu, or F.softsign where PyTorch composes it in Python
+        return public_fn(torch._C._nn, name) or public_fn(torch.nn.functional, name)
+    return public_fn(torch, name)
 
 
 def call_ember(op, *args, **kwargs):
+    if op.python_module == "nn":
+        return public_function(op)(*args, **kwargs)
     return public_fn(ember, TORCH_NAME.get(op.full_name) or op.name)(*args, **kwargs)
 
 
@@ -111,8 +118,7 @@ def test_pointwise_unary(name, long_mode):
         kwargs = kwarg_sets[ki]
         a = Input(values_for(rng, shape, dtype, test.get("domain_a"), layout, test.get("specials", False)),
                   dtype, layout)
-        params = {k: op.sig.param(k) for k in kwargs}
-        scalars = [v for k, v in kwargs.items() if params[k].type.base == "Scalar" and not params[k].kw_only]
+        scalars = [v for k, v in kwargs.items() if k in op.promote_scalars]
         compute = _compute_dtype(op, [TensorInfo(dtype, a.values.ndim)] + scalars)
         if compute not in op.dtypes:
             continue
@@ -124,7 +130,8 @@ def test_pointwise_unary(name, long_mode):
             report.error(what, e)
             continue
         exp = evaluate(test["ref"], {**ref_names(op, kwargs), "a": ref_array(a, ref_kind(compute))})
-        report.check(what, result, exp, _result_dtype(op, compute), torch_result=_torch_call(op, [a], kwargs))
+        report.check(what, result, exp, _result_dtype(op, compute), tol=op_tol(op, compute),
+                     torch_result=_torch_call(op, [a], kwargs))
     report.finish()
 
 
@@ -639,6 +646,8 @@ def test_indexing(long_mode):
 # ----------------------------------------------------------------------------- special values
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-30, 65504.0]
+# (op, dtype) where PyTorch 2.13 loses 1e-30: its bfloat16 erf gives 0 (ember: 1.13e-30, as float32 does).
+TORCH_FLUSHES_TINY = {("erf", "bfloat16")}
 
 
 @pytest.mark.skipif(torch is None, reason="PyTorch defines these values (NumPy differs: sign(nan), ...)")
@@ -655,7 +664,8 @@ def test_special_values_match_pytorch(name):
             x, y = (g.ravel() for g in np.meshgrid(SPECIALS, SPECIALS, indexing="ij"))
             inputs = [Input(round_to(x, dtype), dtype), Input(round_to(y, dtype), dtype)]
         else:
-            inputs = [Input(round_to(np.array(SPECIALS), dtype), dtype)]
+            specials = [v for v in SPECIALS if v != 1e-30 or (name, dtype) not in TORCH_FLUSHES_TINY]
+            inputs = [Input(round_to(np.array(specials), dtype), dtype)]
         for kwargs in op.test.get("kwargs") or [{}]:
             what = f"{name}{describe(*inputs, threads=1, extra=str(kwargs) if kwargs else '')}"
             expected = _torch_call(op, inputs, kwargs)

@@ -8,7 +8,7 @@ from .samples import GENERATORS
 TEST_KEYS = {"samples", "cases", "ref", "kwargs", "domain_a", "domain_b", "distinct",
              "specials", "tol", "dtypes", "grad", "skip"}
 CASE_KEYS = {"shape", "args", "kwargs", "noncontig"}
-DOMAINS = {"positive", "nonzero", "small", "distinct", "near_one", "away_from_bounds"}
+DOMAINS = {"positive", "nonzero", "small", "distinct", "near_one", "away_from_bounds", "open_unit"}
 
 
 def lint(spec):

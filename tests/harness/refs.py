@@ -151,6 +151,45 @@ def np_trunc_divide(a, b):
     return np.trunc(a / b)
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def np_erf(a):
+    return _erf(np.asarray(a, dtype=np.float64))
+
+
+def np_erfc(a):
+    return _erfc(np.asarray(a, dtype=np.float64))
+
+
+def np_erfinv(a):
+    """Bisection on math.erf: slow but independent of the library's Newton iteration."""
+    y = np.asarray(a, dtype=np.float64)
+    lo, hi = np.full(y.shape, -6.0), np.full(y.shape, 6.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = _erf(mid) < y
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    x = np.where(y == 0, y, (lo + hi) / 2)  # bisection from +-6 stops ~1e-23 short of 0
+    x = np.where(y == 1, np.inf, np.where(y == -1, -np.inf, x))
+    return np.where(np.abs(y) > 1, np.nan, x)
+
+
+def np_gelu(a, approximate="none"):
+    a = np.asarray(a, dtype=np.float64)
+    # Without 1 + tanh / 1 + erf, which cancel for negative a: 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)).
+    if approximate == "tanh":
+        return a / (1 + np.exp(-2 * math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+    return a * 0.5 * np_erfc(-a / math.sqrt(2))
+
+
+def np_glu(a, dim=-1):
+    a = np.asarray(a)
+    first, second = np.split(a, 2, axis=dim)
+    return first / (1 + np.exp(-second))
+
+
 HELPERS = {
     "np": np,
     "np_argmax": np_argmax, "np_argmin": np_argmin, "np_squeeze": np_squeeze,
@@ -158,6 +197,7 @@ HELPERS = {
     "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
     "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
     "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm,
+    "np_erf": np_erf, "np_erfc": np_erfc, "np_erfinv": np_erfinv, "np_gelu": np_gelu, "np_glu": np_glu,
 }
 
 
@@ -169,3 +209,4 @@ def eval_ref(expr, names):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return eval(expr, scope)
+

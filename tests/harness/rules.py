@@ -4,8 +4,8 @@ promote: common -> result_type of the inputs; float -> the same, with integral/b
 going to float32; bool -> compute in the common type, return bool.
 reduce.result: long_for_integral (integral/bool -> int64), same, bool (as PyTorch's
 all/any: a uint8 input gives uint8, everything else bool).
-Positional Scalar parameters (clamp's min/max) take part in promotion as
-wrapped numbers, as in PyTorch; keyword-only ones (alpha, correction) do not.
+The Scalar parameters an op lists in `promote_scalars:` (clamp's min/max) take
+part in promotion as wrapped numbers, as in PyTorch; others (alpha, negative_slope) do not.
 Ops with none of these rules (kernels such as argmax, composites, views) compute in
 the common type of their tensor inputs; their result dtype is inferred from the
 NumPy reference: bool stays bool, an int64 result (indices) stays int64, a floating
@@ -19,7 +19,7 @@ from .spec import extra_args, reduce_result, role_of, tensor_args
 
 
 def operands(op, sample):
-    """Promotion operands: tensor inputs (not bool-cast ones) and positional Scalars."""
+    """Promotion operands: tensor inputs (not bool-cast ones) and the op's `promote_scalars:`."""
     out = []
     for p in tensor_args(op):
         role = role_of(op, p)
@@ -33,7 +33,7 @@ def operands(op, sample):
                 out.append(v)
     for p, value in bound_extras(op, sample).items():
         param = op.sig.param(p)
-        if param.type.base == "Scalar" and not param.kw_only and isinstance(value, (bool, int, float)):
+        if p in op.promote_scalars and isinstance(value, (bool, int, float)):
             out.append(value)
     return out
 

@@ -63,14 +63,11 @@ def _self_index(op):
 NONLEAF_INPLACE = {"inplace-clone": lambda t: t.clone(), "inplace-times-one": lambda t: t * 1}
 
 
-def public_function(name):
-    """ember.<name>, or op `name`'s function in the submodule its prefix names
-    (linalg_vector_norm is ember.linalg.vector_norm, as in PyTorch)."""
-    fn = getattr(ember, name, None)
-    if fn is None:
-        module, _, rest = name.partition("_")
-        fn = getattr(getattr(ember, module), rest)
-    return fn
+def public_function(op, suffix=""):
+    """Op `op`'s function (or, with suffix "_", its in-place function) in the namespace table of its
+    `python_module:` (ember.linalg.vector_norm, ember._C._nn.elu_, ember.add)."""
+    from codegen.python import public_name
+    return getattr(ember._C._op_modules[op.python_module], public_name(op) + suffix)
 
 
 def call(op, sample, inputs, form="function", out=None):
@@ -81,12 +78,15 @@ def call(op, sample, inputs, form="function", out=None):
     if form == "out":
         kwargs["out"] = out
     if form in ("function", "out"):
-        return public_function(op.name)(*tensors, *args, **kwargs)
+        return public_function(op)(*tensors, *args, **kwargs)
     inplace = form == "inplace" or form in NONLEAF_INPLACE
-    name = op.name + ("_" if inplace else "")   # in-place is always a method, x.op_(...)
+    name = op.name + ("_" if inplace else "")
     receiver = tensors.pop(_self_index(op))
     if form in NONLEAF_INPLACE:
         receiver = NONLEAF_INPLACE[form](receiver)
+    if inplace and op.variants == ["function"]:   # a function-only op's in-place form is a function (torch.selu_)
+        tensors.insert(_self_index(op), receiver)
+        return public_function(op, "_")(*tensors, *args, **kwargs)
     if form == "method-varargs":
         args = list(args[0])
     return getattr(receiver, name)(*tensors, *args, **kwargs)

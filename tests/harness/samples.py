@@ -90,6 +90,8 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
     if cat == 0:
         if domain in ("positive", "nonzero", "near_one"):
             return np.ones(shape, dtype=bool)
+        if domain == "open_unit":
+            return np.zeros(shape, dtype=bool)
         return rng.random(shape) < 0.5
     if cat == 1:
         lo = 0 if dtype == "uint8" else None
@@ -101,6 +103,8 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
             v = rng.integers(0, 4, shape)          # |x| <= 3 and >= 0: integers to negative powers are undefined
         elif domain == "near_one":
             v = rng.choice([1, 1, 2] if lo == 0 else [1, 1, 2, -1], shape)
+        elif domain == "open_unit":
+            v = np.zeros(shape, dtype=np.int64)        # the only integer inside (-1, 1)
         elif domain == "distinct_a":
             v = 2 * rng.integers(0 if lo == 0 else -2, 3, shape)            # even
         elif domain == "distinct_b":
@@ -118,6 +122,8 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
         v = rng.uniform(-1.5, 1.5, shape)
     elif domain == "near_one":
         v = rng.uniform(0.75, 1.25, shape)
+    elif domain == "open_unit":
+        v = rng.uniform(-0.9, 0.9, shape)
     elif domain == "distinct_a":                # odd multiples of 1/4: never equal to distinct_b or an integer
         v = (2 * rng.integers(-4, 4, shape) + 1) * 0.25
     elif domain == "distinct_b":                # odd multiples of 1/2

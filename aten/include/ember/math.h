@@ -3,6 +3,7 @@
 // device. Arguments are already in the op's math type (float for halves).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include "ember/half.h"
 #include "ember/macros.h"
@@ -42,7 +43,49 @@ EMBER_UNARY_FLOAT(cos, cos)
 EMBER_UNARY_FLOAT(tan, tan)
 EMBER_UNARY_FLOAT(tanh, tanh)
 EMBER_UNARY_FLOAT(erf, erf)
+EMBER_UNARY_FLOAT(erfc, erfc)
 #undef EMBER_UNARY_FLOAT
+
+// The inverse of erf on [-1, 1] (±inf at ±1, NaN outside). CUDA has it; on the
+// host, Giles' single-precision approximation refined by Newton steps (on erfc
+// above 0.5: there erf's difference from y would cancel).
+template <typename T> EMBER_HD inline T erfinv(T y) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>) return ::erfinvf(y); else return ::erfinv(y);
+#else
+  if (!(y >= T(-1) && y <= T(1))) return std::numeric_limits<T>::quiet_NaN();
+  const double a = std::fabs(double(y));
+  if (a == 1.0) return y * std::numeric_limits<T>::infinity();
+  double w = -std::log((1.0 - a) * (1.0 + a)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    constexpr double c[] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                            -0.00125372503, -0.00417768164, 0.246640727,    1.50140941};
+    x = 0;
+    for (double ci : c) x = ci + x * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    constexpr double c[] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                            -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
+    x = 0;
+    for (double ci : c) x = ci + x * w;
+  }
+  x *= a;
+  // erf'(x) = 2/sqrt(pi) exp(-x^2). Near 1, Newton on log(erfc(x)) = log(1 - a),
+  // which is close to linear where erfc falls off like exp(-x^2).
+  const double q = 1.0 - a, log_q = std::log(q);
+  for (int i = 0; i < (a <= 0.5 ? 2 : 6); ++i) {
+    const double slope = 1.1283791670955126 * std::exp(-x * x);
+    if (a <= 0.5) {
+      x -= (std::erf(x) - a) / slope;
+    } else {
+      const double r = std::erfc(x);
+      x += (std::log(r) - log_q) * r / slope;
+    }
+  }
+  return T(std::copysign(x, double(y)));  // erfinv(-0) = -0
+#endif
+}
 
 // Rounding is the identity on integers.
 template <typename T> EMBER_HD inline T floor(T x) { if constexpr (is_float_v<T>) return std::floor(x); else return x; }
