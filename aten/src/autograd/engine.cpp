@@ -27,6 +27,14 @@ Tensor shape_gradient(Tensor g, const InputMeta& meta) {
   return g;
 }
 
+// A node runs when a gradient reached any of its outputs (a custom Function's
+// backward gets the others as None or zeros).
+bool any_defined(const TensorList& grads) {
+  for (const Tensor& g : grads)
+    if (g.defined()) return true;
+  return false;
+}
+
 struct GraphTask {
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, TensorList> buffers;
@@ -82,6 +90,12 @@ struct GraphTask {
       TensorList inputs = std::move(buffers[n]);
       buffers.erase(n);
       if (inputs.empty()) inputs.resize(1);
+      auto* acc = dynamic_cast<AccumulateGrad*>(n);
+      // A leaf's hooks run when its gradient is computed: not for the leaves autograd.grad skips.
+      LeafHooks* leaf_hooks = acc && !(capture_only && !captures.count(n))
+                                  ? acc->variable.impl()->autograd->leaf_hooks.get() : nullptr;
+      const bool hooked = n->hooks || leaf_hooks;
+      if (hooked) [[unlikely]] inputs = call_tensor_pre_hooks(*n, leaf_hooks, std::move(inputs));
       if (results) {
         auto cap = captures.find(n);
         if (cap != captures.end())
@@ -92,10 +106,10 @@ struct GraphTask {
         if (nr >= inputs.size() || !inputs[nr].defined()) continue;
         *slot = slot->defined() ? ember::add(*slot, inputs[nr]) : ember::clone(inputs[nr]);
       }
-      bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
-      if (!(capture_only && is_leaf_acc) && inputs[0].defined()) {
-        outputs = n->apply(std::move(inputs));
+      if (!(capture_only && acc) && any_defined(inputs)) {
+        outputs = hooked ? call_function(*n, leaf_hooks, acc ? acc->variable : Tensor(), std::move(inputs))
+                         : n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
       for (size_t i = 0; i < n->next_edges.size(); ++i) {
