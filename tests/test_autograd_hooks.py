@@ -38,6 +38,12 @@ def test_leaf_hook_sees_and_replaces_the_gradient_before_accumulation():
     (x * 3).sum().backward()
     assert seen == [[2.0, 2.0], [3.0, 3.0]]
     assert x.grad.tolist() == [50.0, 50.0]
+    # Registered while a graph already reaches the leaf.
+    w = leaf([1.0])
+    y = w * 4
+    w.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    assert w.grad.tolist() == [5.0]
 
 
 def test_non_leaf_hooks_run_in_order_and_replace_what_flows_on():

@@ -161,9 +161,11 @@ std::pair<PyRef, py::object> hook_entry(py::handle fn) {
   return {PyRef::borrow(dict.ptr()), handle};
 }
 
+// A leaf's hooks; its accumulator, when it has one, is marked hooked for the engine.
 LeafHooks& leaf_hooks_of(const Tensor& t) {
   AutogradMeta& meta = t.impl()->autograd_meta();
-  if (!meta.leaf_hooks) meta.leaf_hooks = std::make_unique<LeafHooks>();
+  if (!meta.leaf_hooks) meta.leaf_hooks.reset(new LeafHooks());
+  if (std::shared_ptr<Node> accumulator = meta.grad_accumulator.lock()) accumulator->ensure_hooks();
   return *meta.leaf_hooks;
 }
 

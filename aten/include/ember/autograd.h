@@ -30,7 +30,7 @@ struct Node : std::enable_shared_from_this<Node> {
   // retain_grad(): gradients arriving for output k are also kept in the slot.
   std::vector<std::pair<uint32_t, std::shared_ptr<Tensor>>> retained;
   uint64_t sequence_nr;
-  std::unique_ptr<NodeHooks> hooks;  // null unless hooked (autograd_hooks.h)
+  NodeHooksPtr hooks;  // null unless hooked (autograd_hooks.h)
   Node();
   virtual ~Node() = default;
   virtual std::string name() const = 0;
@@ -44,7 +44,7 @@ struct Node : std::enable_shared_from_this<Node> {
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
   NodeHooks& ensure_hooks() {
-    if (!hooks) hooks = std::make_unique<NodeHooks>();
+    if (!hooks) hooks.reset(new NodeHooks());
     return *hooks;
   }
 };
@@ -52,13 +52,13 @@ struct Node : std::enable_shared_from_this<Node> {
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
+  uint32_t output_nr = 0;
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
-  uint32_t output_nr = 0;
   Ref<TensorImpl> view_base;  // set for views of tensors in a graph
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
-  std::unique_ptr<LeafHooks> leaf_hooks;  // a leaf's Tensor.register_hook and post-accumulate hooks
+  LeafHooksPtr leaf_hooks;  // a leaf's Tensor.register_hook and post-accumulate hooks (its accumulator is hooked)
 };
 
 // Accumulates into a leaf's .grad.

@@ -49,6 +49,17 @@ struct LeafHooks {
   std::vector<std::shared_ptr<PostAccumulateGradHook>> post_accumulate;
 };
 
+// Deleted out of line (hooks.cpp): the destructors of every node and autograd
+// record, inlined everywhere, then only test the pointer.
+struct NodeHooksDeleter {
+  void operator()(NodeHooks* hooks) const;
+};
+struct LeafHooksDeleter {
+  void operator()(LeafHooks* hooks) const;
+};
+using NodeHooksPtr = std::unique_ptr<NodeHooks, NodeHooksDeleter>;
+using LeafHooksPtr = std::unique_ptr<LeafHooks, LeafHooksDeleter>;
+
 // Packs one tensor saved for backward and unpacks it when backward needs it
 // (autograd.graph.saved_tensors_hooks); SavedVariable keeps the packed form only.
 struct SavedVariableHooks {
@@ -64,13 +75,14 @@ struct SavedTensorHooksFactory {
 };
 
 struct Node;
+struct AccumulateGrad;
 namespace autograd {
-// The engine's calls on a node with hooks (node.hooks set, or `leaf` for the accumulator
-// of a leaf with hooks): the tensor pre-hooks, run before autograd.grad captures and
+// The engine's calls on a node with hooks set (`leaf`: the node, when it is the accumulator
+// of a leaf whose hooks run): the tensor pre-hooks, run before autograd.grad captures and
 // retain_grad see the gradients; then call_function: pre-hooks, apply, the leaf's
 // post-accumulate hooks, post-hooks.
-TensorList call_tensor_pre_hooks(Node& node, LeafHooks* leaf, TensorList grads);
-TensorList call_function(Node& node, LeafHooks* leaf, const Tensor& leaf_variable, TensorList grads);
+TensorList call_tensor_pre_hooks(Node& node, AccumulateGrad* leaf, TensorList grads);
+TensorList call_function(Node& node, AccumulateGrad* leaf, TensorList grads);
 }  // namespace autograd
 
 namespace autograd::saved_tensor_hooks {

@@ -90,12 +90,14 @@ struct GraphTask {
       TensorList inputs = std::move(buffers[n]);
       buffers.erase(n);
       if (inputs.empty()) inputs.resize(1);
-      auto* acc = dynamic_cast<AccumulateGrad*>(n);
-      // A leaf's hooks run when its gradient is computed: not for the leaves autograd.grad skips.
-      LeafHooks* leaf_hooks = acc && !(capture_only && !captures.count(n))
-                                  ? acc->variable.impl()->autograd->leaf_hooks.get() : nullptr;
-      const bool hooked = n->hooks || leaf_hooks;
-      if (hooked) [[unlikely]] inputs = call_tensor_pre_hooks(*n, leaf_hooks, std::move(inputs));
+      // Hooked nodes have `hooks` set (a leaf's accumulator too, when the leaf has hooks).
+      AccumulateGrad* hooked_leaf = nullptr;
+      if (n->hooks) [[unlikely]] {
+        // A leaf's hooks run when its gradient is computed: not for the leaves autograd.grad skips.
+        hooked_leaf = dynamic_cast<AccumulateGrad*>(n);
+        if (hooked_leaf && capture_only && !captures.count(n)) hooked_leaf = nullptr;
+        inputs = call_tensor_pre_hooks(*n, hooked_leaf, std::move(inputs));
+      }
       if (results) {
         auto cap = captures.find(n);
         if (cap != captures.end())
@@ -106,10 +108,10 @@ struct GraphTask {
         if (nr >= inputs.size() || !inputs[nr].defined()) continue;
         *slot = slot->defined() ? ember::add(*slot, inputs[nr]) : ember::clone(inputs[nr]);
       }
+      bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
-      if (!(capture_only && acc) && any_defined(inputs)) {
-        outputs = hooked ? call_function(*n, leaf_hooks, acc ? acc->variable : Tensor(), std::move(inputs))
-                         : n->apply(std::move(inputs));
+      if (!(capture_only && is_leaf_acc) && (inputs[0].defined() || any_defined(inputs))) {
+        outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
       for (size_t i = 0; i < n->next_edges.size(); ++i) {

@@ -24,22 +24,31 @@ bool any_defined(const TensorList& ts) {
 
 }  // namespace
 
-TensorList call_tensor_pre_hooks(Node& node, LeafHooks* leaf, TensorList grads) {
-  if (node.hooks)
-    for (const auto& hook : snapshot(node.hooks->tensor_pre)) grads = (*hook)(std::move(grads));
-  if (leaf)
-    for (const auto& hook : snapshot(leaf->pre)) grads = (*hook)(std::move(grads));
+}  // namespace autograd
+
+void NodeHooksDeleter::operator()(NodeHooks* hooks) const { delete hooks; }
+void LeafHooksDeleter::operator()(LeafHooks* hooks) const { delete hooks; }
+
+namespace autograd {
+
+namespace {
+LeafHooks* leaf_hooks(AccumulateGrad* leaf) { return leaf ? leaf->variable.impl()->autograd->leaf_hooks.get() : nullptr; }
+}  // namespace
+
+TensorList call_tensor_pre_hooks(Node& node, AccumulateGrad* leaf, TensorList grads) {
+  for (const auto& hook : snapshot(node.hooks->tensor_pre)) grads = (*hook)(std::move(grads));
+  if (LeafHooks* hooks = leaf_hooks(leaf))
+    for (const auto& hook : snapshot(hooks->pre)) grads = (*hook)(std::move(grads));
   return grads;
 }
 
-TensorList call_function(Node& node, LeafHooks* leaf, const Tensor& leaf_variable, TensorList grads) {
-  if (node.hooks)
-    for (const auto& hook : snapshot(node.hooks->pre)) grads = (*hook)(std::move(grads));
+TensorList call_function(Node& node, AccumulateGrad* leaf, TensorList grads) {
+  for (const auto& hook : snapshot(node.hooks->pre)) grads = (*hook)(std::move(grads));
   if (!any_defined(grads)) return {};  // a pre-hook dropped every gradient
-  const bool has_post = node.hooks && !node.hooks->post.empty();
+  const bool has_post = !node.hooks->post.empty();
   TensorList results = node.apply(has_post ? TensorList(grads) : std::move(grads));
-  if (leaf)
-    for (const auto& hook : snapshot(leaf->post_accumulate)) (*hook)(leaf_variable);
+  if (LeafHooks* hooks = leaf_hooks(leaf))
+    for (const auto& hook : snapshot(hooks->post_accumulate)) (*hook)(leaf->variable);
   if (has_post)
     for (const auto& hook : snapshot(node.hooks->post)) results = (*hook)(std::move(results), grads);
   return results;

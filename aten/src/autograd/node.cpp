@@ -151,6 +151,7 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
+    if (meta.leaf_hooks) acc->ensure_hooks();  // the engine looks for the leaf's hooks on hooked nodes only
     meta.grad_accumulator = acc;
   }
   return {acc, 0};
