@@ -6,8 +6,11 @@
 #include "ember/autograd.h"
 
 namespace ember {
-namespace autograd {
 
+void NodeHooksDeleter::operator()(NodeHooks* hooks) const { delete hooks; }
+void LeafHooksDeleter::operator()(LeafHooks* hooks) const { delete hooks; }
+
+namespace autograd {
 namespace {
 
 // A copy to iterate: a hook may register or remove hooks of the node it runs on.
@@ -22,17 +25,10 @@ bool any_defined(const TensorList& ts) {
   return false;
 }
 
-}  // namespace
+LeafHooks* leaf_hooks(AccumulateGrad* leaf) {
+  return leaf ? leaf->variable.impl()->autograd->leaf_hooks.get() : nullptr;
+}
 
-}  // namespace autograd
-
-void NodeHooksDeleter::operator()(NodeHooks* hooks) const { delete hooks; }
-void LeafHooksDeleter::operator()(LeafHooks* hooks) const { delete hooks; }
-
-namespace autograd {
-
-namespace {
-LeafHooks* leaf_hooks(AccumulateGrad* leaf) { return leaf ? leaf->variable.impl()->autograd->leaf_hooks.get() : nullptr; }
 }  // namespace
 
 TensorList call_tensor_pre_hooks(Node& node, AccumulateGrad* leaf, TensorList grads) {
