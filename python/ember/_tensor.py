@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import numbers
 from builtins import bool as _bool, float as _float, int as _int
-from typing import Any, Iterator, Optional, Sequence, SupportsIndex, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, SupportsIndex, Union
 
 import numpy as np
 
@@ -99,6 +99,22 @@ class Tensor(_C.TensorBase):
         if retain_graph is None:
             retain_graph = create_graph
         _C._backward([self], [gradient], retain_graph, create_graph)
+
+    def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> Any:
+        """hook(grad) runs when this tensor's gradient is computed (before a leaf's
+        .grad is updated, before the op that made a non-leaf runs backward); a tensor
+        it returns replaces the gradient. Returns a handle with remove()."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return _C._register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """hook(tensor) runs on a leaf after backward updated its .grad. Returns a handle with remove()."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        return _C._register_post_accumulate_grad_hook(self, hook)
 
     # ------------------------------------------------------------ iteration
     def __iter__(self) -> Iterator[Tensor]:

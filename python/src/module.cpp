@@ -11,6 +11,7 @@
 #include "ember/cuda/api.h"
 #include "ember/parallel.h"
 #include "ember/register_kernels.h"
+#include "python_autograd.h"
 #include "python_support.h"
 
 namespace py = pybind11;
@@ -57,7 +58,7 @@ extern PyObject* g_index_tensor_from;
 PyObject* get_grad_fn(PyObject* self, void*) {
   std::shared_ptr<Node> fn = tensor_of(self).grad_fn();
   if (!fn) Py_RETURN_NONE;
-  return py::cast(fn).release().ptr();
+  return node_to_python(fn).release().ptr();
 }
 }  // namespace ember::python
 
@@ -106,10 +107,6 @@ void add_op_functions(py::module_& m, std::vector<python::OpFunction>& functions
   m.attr("_op_modules") = tables;
 }
 
-std::string node_repr(const Node& n) {
-  return "<" + n.name() + " object at " + std::to_string(reinterpret_cast<uintptr_t>(&n)) + ">";
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -130,21 +127,8 @@ PYBIND11_MODULE(_C, m) {
   m.add_object("TensorBase", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
   add_op_functions(m, *functions);
 
-  py::class_<Node, std::shared_ptr<Node>>(m, "Node")
-      .def("name", &Node::name)
-      .def_property_readonly("next_functions", [](Node& n) {
-        py::tuple out(n.next_edges.size());
-        for (size_t i = 0; i < n.next_edges.size(); ++i) {
-          const Edge& e = n.next_edges[i];
-          out[i] = py::make_tuple(e.fn ? py::cast(e.fn) : py::none(), e.input_nr);
-        }
-        return out;
-      })
-      .def_property_readonly("variable", [](Node& n) -> py::object {
-        if (auto* acc = dynamic_cast<AccumulateGrad*>(&n)) return py::cast(acc->variable);
-        throw py::attribute_error("'" + n.name() + "' object has no attribute 'variable'");
-      })
-      .def("__repr__", [](Node& n) { return node_repr(n); });
+  python::bind_autograd_hooks(m);
+  python::bind_custom_function(m);
 
   m.def("_set_size_type", [](py::object t) { python::g_size_type = t.release().ptr(); });
   // ember.Tensor, the Python class of the tensor objects made from now on.
@@ -158,7 +142,8 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_set_index_tensor_from", [](py::object f) { python::g_index_tensor_from = f.release().ptr(); });
-  // The backward pass runs no Python (no Python hooks exist yet): other threads run meanwhile.
+  // The backward pass releases the GIL: other threads run meanwhile, and the nodes and
+  // hooks that call Python (custom Functions, hooks) take it back while they do.
   m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph) {
     autograd::backward(roots, grads, retain_graph, create_graph);
   }, py::call_guard<py::gil_scoped_release>());

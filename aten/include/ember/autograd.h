@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <vector>
+#include "ember/autograd_hooks.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -29,6 +30,7 @@ struct Node : std::enable_shared_from_this<Node> {
   // retain_grad(): gradients arriving for output k are also kept in the slot.
   std::vector<std::pair<uint32_t, std::shared_ptr<Tensor>>> retained;
   uint64_t sequence_nr;
+  NodeHooksPtr hooks;  // null unless hooked (autograd_hooks.h)
   Node();
   virtual ~Node() = default;
   virtual std::string name() const = 0;
@@ -41,17 +43,22 @@ struct Node : std::enable_shared_from_this<Node> {
   bool should_compute(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
+  NodeHooks& ensure_hooks() {
+    if (!hooks) hooks.reset(new NodeHooks());
+    return *hooks;
+  }
 };
 
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
+  uint32_t output_nr = 0;
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
-  uint32_t output_nr = 0;
   Ref<TensorImpl> view_base;  // set for views of tensors in a graph
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
+  LeafHooksPtr leaf_hooks;  // a leaf's Tensor.register_hook and post-accumulate hooks (its accumulator is hooked)
 };
 
 // Accumulates into a leaf's .grad.
@@ -70,14 +77,22 @@ class SavedVariable {
   SavedVariable(const Tensor& t, bool is_output);
   // `owner` re-attaches an output to the node that produced it.
   Tensor unpack(const std::shared_ptr<Node>& owner = nullptr) const;
-  void reset() { data_.reset(); was_released_ = true; }
-  bool defined() const { return data_.defined(); }
+  void reset() {
+    data_.reset();
+    hooks_.reset();
+    was_released_ = true;
+  }
+  bool defined() const { return data_.defined() || hooks_; }
   // After an in-place op wrote into the saved tensor, unpack can only raise:
   // keep what the error names and drop the tensor, which may hold this node
   // through its own history (`y.mul_(y)`), a cycle nothing would free.
   void forget_if_modified();
 
  private:
+  // With saved-tensor hooks: the hooks keep the tensor, packed; these keep its history.
+  void save_with_hooks(const Tensor& t, std::unique_ptr<SavedVariableHooks> hooks);
+  Tensor unpack_with_hooks(const std::shared_ptr<Node>& owner) const;
+  std::unique_ptr<SavedVariableHooks> hooks_;
   struct Modified {
     ScalarType dtype;
     DimVector sizes;

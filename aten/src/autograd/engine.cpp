@@ -27,6 +27,14 @@ Tensor shape_gradient(Tensor g, const InputMeta& meta) {
   return g;
 }
 
+// A node runs when a gradient reached any of its outputs (a custom Function's
+// backward gets the others as None or zeros).
+bool any_defined(const TensorList& grads) {
+  for (const Tensor& g : grads)
+    if (g.defined()) return true;
+  return false;
+}
+
 struct GraphTask {
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, TensorList> buffers;
@@ -82,6 +90,14 @@ struct GraphTask {
       TensorList inputs = std::move(buffers[n]);
       buffers.erase(n);
       if (inputs.empty()) inputs.resize(1);
+      // Hooked nodes have `hooks` set (a leaf's accumulator too, when the leaf has hooks).
+      AccumulateGrad* hooked_leaf = nullptr;
+      if (n->hooks) [[unlikely]] {
+        // A leaf's hooks run when its gradient is computed: not for the leaves autograd.grad skips.
+        hooked_leaf = dynamic_cast<AccumulateGrad*>(n);
+        if (hooked_leaf && capture_only && !captures.count(n)) hooked_leaf = nullptr;
+        inputs = call_tensor_pre_hooks(*n, hooked_leaf, std::move(inputs));
+      }
       if (results) {
         auto cap = captures.find(n);
         if (cap != captures.end())
@@ -94,8 +110,8 @@ struct GraphTask {
       }
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
-      if (!(capture_only && is_leaf_acc) && inputs[0].defined()) {
-        outputs = n->apply(std::move(inputs));
+      if (!(capture_only && is_leaf_acc) && (inputs[0].defined() || any_defined(inputs))) {
+        outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
       for (size_t i = 0; i < n->next_edges.size(); ++i) {

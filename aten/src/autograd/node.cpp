@@ -79,6 +79,13 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   version_ = t.version();
   is_output_ = is_output;
+  if (autograd::saved_tensor_hooks::maybe_active()) [[unlikely]] {
+    SavedTensorHooksFactory* hooks = autograd::saved_tensor_hooks::current();
+    if (hooks && !t.is_wrapped_number()) {
+      save_with_hooks(t, hooks->make());
+      return;
+    }
+  }
   if (is_output) {
     // An output saved by its own node must not own that node (a cycle):
     // keep the data only and re-attach the node on unpack.
@@ -117,6 +124,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                "graph a second time or if you need to access saved tensors after calling backward.");
   if (modified_) fail_modified(modified_->sizes, modified_->dtype, modified_->version, version_, is_output_, owner);
+  if (hooks_) return unpack_with_hooks(owner);
   if (!data_.defined()) return Tensor();
   if (data_.version() != version_)
     fail_modified(data_.sizes(), data_.dtype(), data_.version(), version_, is_output_, owner);
@@ -143,6 +151,7 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
+    if (meta.leaf_hooks) acc->ensure_hooks();  // the engine looks for the leaf's hooks on hooked nodes only
     meta.grad_accumulator = acc;
   }
   return {acc, 0};
@@ -209,6 +218,19 @@ struct AsStridedBackward final : Node {
   }
 };
 
+// retain_grad() follows the tensor to the node an in-place op made its creator
+// (PyTorch moves its retains-grad hook): .grad is the gradient of the new value.
+void move_retained_grad(AutogradMeta& meta, Node& to) {
+  if (!meta.retained_grad || !meta.grad_fn) return;
+  auto& from = meta.grad_fn->retained;
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (it->second != meta.retained_grad) continue;
+    from.erase(it);
+    break;
+  }
+  to.retained.push_back({0, meta.retained_grad});
+}
+
 }  // namespace
 
 void check_view_inplace(const Tensor& self, const char* op) {
@@ -238,10 +260,12 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const
     view_fn->geo = geo;
     view_fn->next_edges.push_back({copy, 0});
     view_fn->input_meta.push_back({base.sizes(), base.dtype(), base.device()});
+    move_retained_grad(meta, *view_fn);
     meta.grad_fn = view_fn;
     meta.output_nr = 0;
     return;
   }
+  move_retained_grad(meta, *node);
   meta.grad_fn = node;
   meta.output_nr = 0;
 }

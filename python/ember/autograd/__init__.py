@@ -1,7 +1,10 @@
-"""Reverse-mode automatic differentiation: grad mode switches and the engine's entry points."""
+"""Reverse-mode automatic differentiation: grad mode switches, the engine's entry
+points, custom Functions (autograd.function) and the graph's hooks (autograd.graph)."""
 import functools
 
 from .. import _C
+from . import function, graph  # noqa: F401
+from .function import Function  # noqa: F401
 
 
 class _GradModeContext:

@@ -1,2 +1,3 @@
-"""Utilities built on ember's core: `ember.utils.trace` (seeing every op call)."""
-from . import trace  # noqa: E402,F401
+"""Utilities built on ember's core: `ember.utils.trace` (seeing every op call) and
+`ember.utils.hooks` (removable hook handles)."""
+from . import hooks, trace  # noqa: E402,F401
