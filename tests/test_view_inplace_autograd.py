@@ -491,16 +491,27 @@ def _view_of_a_no_grad_view_written(lib):
     v[1:].mul_(2)
 
 
+def _no_grad_view_read_after_its_base_was_written(lib):
+    y = _leaf(lib) * 1
+    with lib.no_grad():
+        v = y[0]
+    y.mul_(2)
+    return v * 2
+
+
 @pytest.mark.parametrize("fn,message", [
     (_no_grad_view_written, "A view was created in no_grad mode and is being modified inplace with grad mode "
                             "enabled." + NO_GRAD_VIEW_TAIL),
+    (_no_grad_view_read_after_its_base_was_written, "A view was created in no_grad mode and its base or another "
+                                                    "view of its base has been modified inplace with grad mode "
+                                                    "enabled." + NO_GRAD_VIEW_TAIL),
     (_no_grad_view_of_a_leaf_written, "A view was created in no_grad mode and is being modified inplace with grad "
                                       "mode enabled." + NO_GRAD_VIEW_TAIL),
     (_no_grad_view_written_with_a_grad_value, "A view was created in no_grad mode and is being modified inplace "
                                               "with grad mode enabled." + NO_GRAD_VIEW_TAIL),
     (_view_of_a_no_grad_view_written, "Output 0 of Slice is a view of a view which was created in no_grad mode and "
                                       "is being modified inplace with grad mode enabled." + NO_GRAD_VIEW_TAIL),
-], ids=["view", "view-of-leaf", "base-without-grad", "view-of-view"])
+], ids=["view", "base-written", "view-of-leaf", "base-without-grad", "view-of-view"])
 def test_inplace_on_a_view_made_in_no_grad_mode_raises(fn, message):
     _raises_like_pytorch(fn, message)
 
@@ -592,6 +603,12 @@ def test_unbind_made_in_no_grad_mode_is_a_no_grad_view():
                              "enabled." + NO_GRAD_VIEW_TAIL)
 
 
+def test_out_argument_that_is_a_view_of_a_graph_tensor_raises():
+    _raises_like_pytorch(lambda lib: lib.mul(lib.ones(4), lib.ones(4), out=(_leaf(lib) * 1)[0]),
+                         "mul(): functions with out=... arguments don't support automatic differentiation, but one "
+                         "of the arguments requires grad.")
+
+
 def test_detach_in_place_on_a_view_raises():
     with pytest.raises(RuntimeError, match=re.escape("Can't detach views in-place. Use detach() instead.")):
         (_leaf(ember) * 1)[0].detach_()
@@ -669,6 +686,15 @@ def test_detach_written_in_place_leaves_the_gradient_alone():
     (y * 3).sum().backward()  # nothing saved y: the write only shows in y's values
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0, 6.0])
     np.testing.assert_array_equal(y.detach().numpy(), [0.0, 0.0, 0.0])
+
+
+def test_a_gradient_kept_by_a_leaf_is_not_a_view():
+    # ViewBackward0's gradient is a view of a temporary; the leaf keeps it as a plain alias.
+    x = ember.ones(4, requires_grad=True)
+    (x.view(2, 2) * 2).sum().backward()
+    assert not x.grad._is_view() and x.grad._base is None
+    x.grad.mul_(ember.ones(4, requires_grad=True))  # not a no_grad view: recorded
+    assert x.grad.grad_fn.name() == "MulBackward0"
 
 
 def test_saved_view_written_through_its_base_raises_at_backward():

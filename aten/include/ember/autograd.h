@@ -51,19 +51,20 @@ enum class CreationMeta : uint8_t {
   MultiOutputNode,  // an output of unbind/split/chunk: one node holds them all
 };
 
+// The view fields sit in what was padding: the record keeps its size, so making
+// one (every view has one) costs what it did.
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
+  CreationMeta creation_meta = CreationMeta::Default;  // views only: how it was made
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
   uint32_t output_nr = 0;
-  // Views only: the root base (a view of a view points at the root), the storage
-  // version grad_fn was recorded at (an in-place write through the base or another
-  // view since makes it stale: see autograd::view_grad_fn), and how it was made.
-  Ref<TensorImpl> view_base;
+  // Views only: the storage version grad_fn was recorded at; an in-place write through
+  // the base or another view since makes it stale (see autograd::view_grad_fn).
   uint32_t attr_version = 0;
-  CreationMeta creation_meta = CreationMeta::Default;
+  Ref<TensorImpl> view_base;  // views only: the root base (a view of a view points at the root)
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
 };
 
@@ -121,11 +122,14 @@ struct NoGradGuard : AutoGradMode { NoGradGuard() : AutoGradMode(false) {} };
 
 namespace autograd {
 
-// True when grad mode is on and any tensor requires grad.
-inline bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
-  if (!GradMode::is_enabled()) return false;
+// True when any tensor requires grad (grad mode aside).
+inline bool requires_grad_any(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) if (t->defined() && t->requires_grad()) return true;
   return false;
+}
+// True when grad mode is on and any tensor requires grad.
+inline bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
+  return GradMode::is_enabled() && requires_grad_any(ts);
 }
 bool any_requires_grad(const TensorList& ts);
 // The edge a gradient for `t` should flow into (its grad_fn, or its accumulator).

@@ -96,7 +96,8 @@ struct GraphTask {
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
       // A node with several outputs (unbind) runs when any of them got a gradient.
-      const bool any_grad = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& g) { return g.defined(); });
+      const bool any_grad = inputs[0].defined() ||
+                            std::any_of(inputs.begin() + 1, inputs.end(), [](const Tensor& g) { return g.defined(); });
       if (!(capture_only && is_leaf_acc) && any_grad) {
         outputs = n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();

@@ -270,12 +270,9 @@ Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const st
   return m;
 }
 
-void mark_view(const Tensor& view, const Tensor& base, bool multi_output) {
+void mark_view(const Tensor& view, const Tensor& base, CreationMeta creation) {
   // Point at the root: a view of a view shares the root's storage and history.
   Ref<TensorImpl> root = base.ref();
-  CreationMeta creation = !GradMode::is_enabled() ? CreationMeta::NoGradMode
-                          : multi_output         ? CreationMeta::MultiOutputNode
-                                                 : CreationMeta::Default;
   if (AutogradMeta* m = base.impl()->autograd.get(); m && m->view_base) {
     root = m->view_base;
     // A view of a restricted view stays restricted (PyTorch's propagate_creation_meta).
@@ -285,6 +282,12 @@ void mark_view(const Tensor& view, const Tensor& base, bool multi_output) {
   meta.view_base = std::move(root);
   meta.creation_meta = creation;
   meta.attr_version = view.version();
+}
+
+void mark_view(const Tensor& view, const Tensor& base, bool multi_output) {
+  mark_view(view, base, !GradMode::is_enabled() ? CreationMeta::NoGradMode
+                        : multi_output         ? CreationMeta::MultiOutputNode
+                                               : CreationMeta::Default);
 }
 
 void set_not_differentiable(const Tensor& result, const char* op) {

@@ -67,7 +67,8 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
         ember::copy_(meta.grad, g);
       }
     } else {
-      meta.grad = g;
+      // Stolen: a view (of a gradient buffer) is kept as a plain alias, as PyTorch's detach().
+      meta.grad = g.impl()->autograd ? detach_copy(g) : g;
     }
   } else if (GradMode::is_enabled()) {
     meta.grad = ember::add(meta.grad, g);
@@ -161,7 +162,7 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32
   AutogradMeta& meta = output.impl()->autograd_meta();
   meta.grad_fn = node;
   meta.output_nr = output_nr;
-  if (meta.view_base) meta.attr_version = output.version();  // current until the next in-place write
+  if (meta.view_base) [[unlikely]] meta.attr_version = output.version();  // current until the next in-place write
 }
 
 void check_inplace(const Tensor& self, const char* op) {
