@@ -24,7 +24,6 @@ try:
 except ImportError:  # the suite runs without PyTorch; only the comparisons need it
     torch = None
 
-LIBS = [ember] + ([torch] if torch is not None else [])
 EPS = 1e-6
 
 
