@@ -2,7 +2,9 @@
 
 Every derived `op_` of a differentiable op in ops.yaml is gradchecked (float64,
 harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
-so a new op is covered as soon as it has a `test:` entry. The leak tests run each
+and on a view of a non-leaf base (harness.run.VIEW_INPLACE: the base's history
+is rebased, views taken before the write regenerated), so a new op is covered as
+soon as it has a `test:` entry. The leak tests run each
 in-place composite, and a small training step, 200 times on 1 MiB tensors and
 bound the growth of RSS and of the objects the garbage collector tracks.
 """
@@ -15,7 +17,7 @@ import pytest
 import ember
 from harness.collect import collect, rng_for
 from harness.gradcheck import gradcheck
-from harness.run import NONLEAF_INPLACE, public_function
+from harness.run import NONLEAF_INPLACE, VIEW_INPLACE, public_function
 from harness.spec import differentiable, load_spec, tensor_args
 
 try:
@@ -50,6 +52,38 @@ def test_every_differentiable_inplace_op_is_covered():
 @pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
 def test_inplace_gradcheck_on_non_leaf(case, form):
     gradcheck(case.op, case.sample, rng_for("inplace-grad|" + case.id), form=form)
+
+
+VIEW_FORMS = sorted(VIEW_INPLACE)
+
+
+def _view_forms_per_op(cases):
+    """Each op's cases alternate between the view forms; an op with fewer cases than forms
+    repeats one, so every op is checked through every form."""
+    by_op = {}
+    for c in cases:
+        by_op.setdefault(c.op.full_name, []).append(c)
+    out = []
+    for op_cases in by_op.values():
+        n = max(len(op_cases), len(VIEW_FORMS))
+        out += [(op_cases[i % len(op_cases)], VIEW_FORMS[i % len(VIEW_FORMS)]) for i in range(n)]
+    return out
+
+
+INPLACE_VIEW_GRAD_FORMS = _view_forms_per_op(INPLACE_GRAD)
+
+
+@pytest.mark.parametrize("case,form", INPLACE_VIEW_GRAD_FORMS,
+                         ids=[f"{c.id}-{f}" for c, f in INPLACE_VIEW_GRAD_FORMS])
+def test_inplace_gradcheck_through_a_view(case, form):
+    gradcheck(case.op, case.sample, rng_for("inplace-view-grad|" + case.id), form=form)
+
+
+def test_every_differentiable_inplace_op_is_checked_through_each_view_form():
+    for form in VIEW_FORMS:
+        ops = {c.op.full_name for c, f in INPLACE_VIEW_GRAD_FORMS if f == form}
+        missing = {c.op.full_name for c in INPLACE_GRAD} - ops
+        assert not missing, f"{form}: no gradcheck for {sorted(missing)}"
 
 
 # ----------------------------------------------------------------------------- the issue's example

@@ -85,6 +85,15 @@ def _render(arr, fmt, indent, summarize):
     return "[" + sep.join(parts) + "]"
 
 
+class _InvalidGradFn:
+    @staticmethod
+    def name():
+        return "Invalid"
+
+
+_INVALID_GRAD_FN = _InvalidGradFn()
+
+
 def tensor_repr(self):
     t = self.detach()
     if t.device.type != "cpu":
@@ -118,8 +127,14 @@ def tensor_repr(self):
     # and bool for non-empty tensors, only the default float for empty ones.
     if dt not in (default, _C.int64, _C.bool) or (t.numel() == 0 and dt != default):
         suffixes.append(f"dtype={dt}")
-    if self.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+    try:
+        grad_fn = self.grad_fn
+    except RuntimeError:
+        # A view that may not be rebased after its base was written in place: reading
+        # grad_fn raises; PyTorch's repr shows it as Invalid.
+        grad_fn = _INVALID_GRAD_FN
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{grad_fn.name()}>")
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, len(prefix))

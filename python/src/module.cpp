@@ -56,9 +56,11 @@ extern PyObject* g_size_type;
 extern PyObject* g_index_tensor_from;
 
 PyObject* get_grad_fn(PyObject* self, void*) {
-  std::shared_ptr<Node> fn = tensor_of(self).grad_fn();
+  EMBER_PY_BEGIN
+  std::shared_ptr<Node> fn = tensor_of(self).grad_fn();  // a stale view's raises (view_grad_fn)
   if (!fn) Py_RETURN_NONE;
   return node_to_python(fn).release().ptr();
+  EMBER_PY_END
 }
 }  // namespace ember::python
 

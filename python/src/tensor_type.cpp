@@ -174,6 +174,7 @@ int set_requires_grad(PyObject* self, PyObject* v, void*) {
   } catch (const std::exception& e) { set_python_error(e); return -1; }
 }
 PyObject* get_grad(PyObject* self, void*) {
+  EMBER_PY_BEGIN
   if (!SELF.is_leaf() && !(SELF.impl()->autograd && SELF.impl()->autograd->retained_grad) &&
       PyErr_WarnEx(PyExc_UserWarning,
                    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -181,6 +182,7 @@ PyObject* get_grad(PyObject* self, void*) {
                    "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", 1) < 0)
     return nullptr;
   return wrap(SELF.grad());
+  EMBER_PY_END
 }
 int set_grad(PyObject* self, PyObject* v, void*) {
   if (!v || v == Py_None) { if (SELF.impl()->autograd) SELF.set_grad(Tensor()); return 0; }
@@ -193,7 +195,15 @@ int set_grad(PyObject* self, PyObject* v, void*) {
   SELF.set_grad(g);
   return 0;
 }
-PyObject* get_is_leaf(PyObject* self, void*) { return PyBool_FromLong(SELF.is_leaf()); }
+PyObject* get_is_leaf(PyObject* self, void*) { EMBER_PY_BEGIN return PyBool_FromLong(SELF.is_leaf()); EMBER_PY_END }
+// The tensor a view was taken from (the root, for a view of a view), else None.
+PyObject* get_base(PyObject* self, void*) {
+  EMBER_PY_BEGIN
+  const AutogradMeta* meta = SELF.impl()->autograd.get();
+  if (!meta || !meta->view_base) Py_RETURN_NONE;
+  return wrap(Tensor(meta->view_base));
+  EMBER_PY_END
+}
 PyObject* get_data(PyObject* self, void*) { EMBER_PY_BEGIN return wrap(detach_copy(SELF)); EMBER_PY_END }
 int set_data(PyObject* self, PyObject* v, void*) {
   if (!v || !is_tensor(v)) { PyErr_SetString(PyExc_TypeError, "data must be a Tensor"); return -1; }
@@ -239,6 +249,7 @@ PyGetSetDef getsets[] = {
     {"data", get_data, set_data, nullptr, nullptr},
     {"_version", get_version, nullptr, nullptr, nullptr},
     {"output_nr", get_output_nr, nullptr, nullptr, nullptr},
+    {"_base", get_base, nullptr, nullptr, nullptr},
     {"T", get_T, nullptr, nullptr, nullptr},
     {"mT", get_mT, nullptr, nullptr, nullptr},
     {"mH", get_mT, nullptr, nullptr, nullptr},
@@ -292,7 +303,15 @@ PyObject* m_requires_grad_(PyObject* self, PyObject* args, PyObject* kwargs) {
   EMBER_PY_END
 }
 PyObject* m_detach(PyObject* self, PyObject*) { EMBER_PY_BEGIN return wrap(detach_copy(SELF)); EMBER_PY_END }
+PyObject* m_is_view(PyObject* self, PyObject*) {
+  const AutogradMeta* meta = SELF.impl()->autograd.get();
+  return PyBool_FromLong(meta && meta->view_base);
+}
 PyObject* m_detach_(PyObject* self, PyObject*) {
+  if (SELF.impl()->autograd && SELF.impl()->autograd->view_base) {
+    PyErr_SetString(PyExc_RuntimeError, "Can't detach views in-place. Use detach() instead.");
+    return nullptr;
+  }
   if (SELF.impl()->autograd) {
     SELF.impl()->autograd->grad_fn.reset();
     SELF.impl()->autograd->requires_grad = false;
@@ -344,6 +363,7 @@ PyMethodDef hand_written_methods[] = {
     {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
+    {"_is_view", m_is_view, METH_NOARGS, "Whether this tensor is a view of another (see _base)."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
     {"_make_subclass", make_subclass, METH_VARARGS | METH_STATIC, "A `cls` object sharing `data`'s memory, a new leaf."},
     {"as_subclass", m_as_subclass, METH_O, "A `cls` object viewing this tensor, in its graph."},

@@ -63,6 +63,28 @@ def _self_index(op):
 NONLEAF_INPLACE = {"inplace-clone": lambda t: t.clone(), "inplace-times-one": lambda t: t * 1}
 
 
+def _through_select(t, write):
+    """Writes into base[1] of a non-leaf base holding self; returns a view of the base taken
+    before the write, whose history must then be regenerated from the base's."""
+    base = ember.stack([t * 2, t])
+    before = base[:]
+    write(base[1])
+    return before
+
+
+def _through_strided(t, write):
+    """Writes into a non-contiguous view (every other element of the base); returns the
+    written view and the untouched one beside it."""
+    base = ember.stack([t, t * 2], -1)
+    view = base.select(-1, 0)
+    write(view)
+    return ember.stack([view, base.select(-1, 1)])
+
+
+# In-place on a view of a non-leaf base: (self, write) -> what the gradient is checked on.
+VIEW_INPLACE = {"inplace-view-select": _through_select, "inplace-view-strided": _through_strided}
+
+
 def public_function(op, suffix=""):
     """Op `op`'s function (or, with suffix "_", its in-place function) in the namespace table of its
     `python_module:` (ember.linalg.vector_norm, ember._C._nn.elu_, ember.add)."""
@@ -72,21 +94,29 @@ def public_function(op, suffix=""):
 
 def call(op, sample, inputs, form="function", out=None):
     """Calls the op as `form`: function (ember.op), method (t.op), inplace (t.op_), out (ember.op(..., out=o)),
-    or one of NONLEAF_INPLACE (t.clone().op_, (t * 1).op_)."""
+    one of NONLEAF_INPLACE (t.clone().op_, (t * 1).op_), or one of VIEW_INPLACE (op_ on a view of a non-leaf)."""
     tensors = ordered_tensors(op, inputs)
     args, kwargs = list(sample.args), dict(sample.kwargs)
     if form == "out":
         kwargs["out"] = out
     if form in ("function", "out"):
         return public_function(op)(*tensors, *args, **kwargs)
-    inplace = form == "inplace" or form in NONLEAF_INPLACE
+    inplace = form == "inplace" or form in NONLEAF_INPLACE or form in VIEW_INPLACE
     name = op.name + ("_" if inplace else "")
     receiver = tensors.pop(_self_index(op))
+
+    def write(target):
+        if op.variants == ["function"]:   # a function-only op's in-place form is a function (torch.selu_)
+            return public_function(op, "_")(*tensors[:_self_index(op)], target, *tensors[_self_index(op):],
+                                             *args, **kwargs)
+        return getattr(target, name)(*tensors, *args, **kwargs)
+
+    if form in VIEW_INPLACE:
+        return VIEW_INPLACE[form](receiver, write)
     if form in NONLEAF_INPLACE:
         receiver = NONLEAF_INPLACE[form](receiver)
-    if inplace and op.variants == ["function"]:   # a function-only op's in-place form is a function (torch.selu_)
-        tensors.insert(_self_index(op), receiver)
-        return public_function(op, "_")(*tensors, *args, **kwargs)
+    if inplace and op.variants == ["function"]:
+        return write(receiver)
     if form == "method-varargs":
         args = list(args[0])
     return getattr(receiver, name)(*tensors, *args, **kwargs)

@@ -49,14 +49,28 @@ struct Node : std::enable_shared_from_this<Node> {
   }
 };
 
+// How a view was made. Writing in place through some views would give wrong
+// gradients, so it raises (PyTorch's CreationMeta; see handle_view_on_rebase in node.cpp).
+enum class CreationMeta : uint8_t {
+  Default,
+  NoGradMode,       // taken with grad mode off
+  MultiOutputNode,  // an output of unbind/split/chunk: one node holds them all
+};
+
+// The view fields sit in what was padding: the record keeps its size, so making
+// one (every view has one) costs what it did.
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
-  uint32_t output_nr = 0;
+  CreationMeta creation_meta = CreationMeta::Default;  // views only: how it was made
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
-  Ref<TensorImpl> view_base;  // set for views of tensors in a graph
+  uint32_t output_nr = 0;
+  // Views only: the storage version grad_fn was recorded at; an in-place write through
+  // the base or another view since makes it stale (see autograd::view_grad_fn).
+  uint32_t attr_version = 0;
+  Ref<TensorImpl> view_base;  // views only: the root base (a view of a view points at the root)
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
   LeafHooksPtr leaf_hooks;  // a leaf's Tensor.register_hook and post-accumulate hooks (its accumulator is hooked)
 };
@@ -123,27 +137,39 @@ struct NoGradGuard : AutoGradMode { NoGradGuard() : AutoGradMode(false) {} };
 
 namespace autograd {
 
-// True when grad mode is on and any tensor requires grad.
-inline bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
-  if (!GradMode::is_enabled()) return false;
+// True when any tensor requires grad (grad mode aside).
+inline bool requires_grad_any(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) if (t->defined() && t->requires_grad()) return true;
   return false;
+}
+// True when grad mode is on and any tensor requires grad.
+inline bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
+  return GradMode::is_enabled() && requires_grad_any(ts);
 }
 bool any_requires_grad(const TensorList& ts);
 // The edge a gradient for `t` should flow into (its grad_fn, or its accumulator).
 Edge gradient_edge(const Tensor& t);
+// A view's grad_fn, first regenerated as an AsStridedBackward0 of its base's current
+// history when the base (or another view of it) was written in place since it was set.
+const std::shared_ptr<Node>& view_grad_fn(const Tensor& view);
 // Makes `node` the creator of `outputs` (output_nr by position).
 void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32_t output_nr = 0);
-// An in-place op on `self` makes `node` its new creator; refuses leaves that need grad.
+// An in-place op on `self` makes `node` its new creator; on a view, the base gets a
+// CopySlices node around `node` and the view becomes its region of the base.
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op);
+// Refuses an in-place op on a leaf that requires grad (views: see check_view_inplace).
 void check_inplace(const Tensor& self, const char* op);
 // The sequence number the next node created will get.
 uint64_t next_sequence_nr();
 // After a derived in-place op copied into self: the nodes of `value`'s graph created since
 // `first` drop the saved tensors that copy modified (backward raises on them, no cycle holds self).
 void forget_modified_since(const Tensor& value, uint64_t first);
-// Before an in-place op with autograd writes: views of graph tensors are refused.
+// Before an in-place op with autograd writes through a view: refuses views of leaves that
+// require grad, views made in no_grad mode and outputs of multi-view ops, with PyTorch's errors.
 void check_view_inplace(const Tensor& self, const char* op);
+// A view of `base` with the given geometry (offset relative to base's) whose history is
+// AsStridedBackward0, so backward through CopySlices is differentiable again.
+Tensor strided_view(const Tensor& base, const DimVector& sizes, const DimVector& strides, int64_t offset);
 // Raises when an out= call would need autograd.
 void check_out_no_grad(std::initializer_list<const Tensor*> ts, const char* op);
 // Runs the backward pass from `roots` with the given gradients.

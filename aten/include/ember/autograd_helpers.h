@@ -8,6 +8,7 @@
 
 namespace ember {
 struct Node;
+enum class CreationMeta : uint8_t;
 }
 
 namespace ember::autograd {
@@ -43,8 +44,11 @@ Tensor index_values_backward(const Tensor& grad, const TensorList& indices, cons
 // True where `self` lies within [min, max] (bounds may be None).
 Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
-// A view's autograd record points at its base, so in-place ops on it are caught.
-void mark_view(const Tensor& view, const Tensor& base);
+// A view's autograd record points at its root base and remembers how it was made, so an
+// in-place op on it (or on its base) can rebase its history. `multi_output`: unbind/split.
+void mark_view(const Tensor& view, const Tensor& base, bool multi_output = false);
+// The same with the CreationMeta given (the generated view ops know the grad mode already).
+void mark_view(const Tensor& view, const Tensor& base, CreationMeta creation);
 // Attaches a node that raises at backward: the op has no derivative.
 void set_not_differentiable(const Tensor& result, const char* op);
 // The same node for an in-place op (floor_divide_), made before the write from its

@@ -1,5 +1,6 @@
 // The backward pass: count each node's incoming edges, then run nodes whose
 // gradients are complete, latest-created first, until the graph is drained.
+#include <algorithm>
 #include <queue>
 #include <unordered_map>
 
@@ -110,7 +111,10 @@ struct GraphTask {
       }
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
-      if (!(capture_only && is_leaf_acc) && (inputs[0].defined() || any_defined(inputs))) {
+      // A node with several outputs (unbind) runs when any of them got a gradient.
+      const bool any_grad = inputs[0].defined() ||
+                            std::any_of(inputs.begin() + 1, inputs.end(), [](const Tensor& g) { return g.defined(); });
+      if (!(capture_only && is_leaf_acc) && any_grad) {
         outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }

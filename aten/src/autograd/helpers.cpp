@@ -270,11 +270,24 @@ Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const st
   return m;
 }
 
-void mark_view(const Tensor& view, const Tensor& base) {
+void mark_view(const Tensor& view, const Tensor& base, CreationMeta creation) {
   // Point at the root: a view of a view shares the root's storage and history.
   Ref<TensorImpl> root = base.ref();
-  if (AutogradMeta* m = base.impl()->autograd.get(); m && m->view_base) root = m->view_base;
-  view.impl()->autograd_meta().view_base = root;
+  if (AutogradMeta* m = base.impl()->autograd.get(); m && m->view_base) {
+    root = m->view_base;
+    // A view of a restricted view stays restricted (PyTorch's propagate_creation_meta).
+    if (creation == CreationMeta::Default) creation = m->creation_meta;
+  }
+  AutogradMeta& meta = view.impl()->autograd_meta();
+  meta.view_base = std::move(root);
+  meta.creation_meta = creation;
+  meta.attr_version = view.version();
+}
+
+void mark_view(const Tensor& view, const Tensor& base, bool multi_output) {
+  mark_view(view, base, !GradMode::is_enabled() ? CreationMeta::NoGradMode
+                        : multi_output         ? CreationMeta::MultiOutputNode
+                                               : CreationMeta::Default);
 }
 
 void set_not_differentiable(const Tensor& result, const char* op) {

@@ -1,5 +1,6 @@
 // Nodes, edges, saved tensors, and the bookkeeping generated op wrappers call.
 #include <atomic>
+#include <cctype>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "ember/ops/contiguous.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/fill_.h"
+#include "ember/ops/sum.h"
 
 namespace ember {
 
@@ -65,7 +67,8 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
         ember::copy_(meta.grad, g);
       }
     } else {
-      meta.grad = g;
+      // Stolen: a view (of a gradient buffer) is kept as a plain alias, as PyTorch's detach().
+      meta.grad = g.impl()->autograd ? detach_copy(g) : g;
     }
   } else if (GradMode::is_enabled()) {
     meta.grad = ember::add(meta.grad, g);
@@ -144,7 +147,13 @@ bool any_requires_grad(const TensorList& ts) {
 
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta& meta = t.impl()->autograd_meta();
-  if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
+  if (meta.view_base) [[unlikely]] {
+    if (const std::shared_ptr<Node>& fn = view_grad_fn(t)) return {fn, meta.output_nr};
+  } else if (meta.grad_fn) {
+    return {meta.grad_fn, meta.output_nr};
+  }
+  // A view that needs grad only through its base (taken in no_grad mode) has no accumulator, as in PyTorch.
+  if (!meta.requires_grad) return {};
   // Ops on two threads (the GIL released) may both reach a leaf that has no accumulator yet.
   static std::mutex accumulator_mutex;
   std::lock_guard<std::mutex> lock(accumulator_mutex);
@@ -162,9 +171,13 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& node, uint32
   AutogradMeta& meta = output.impl()->autograd_meta();
   meta.grad_fn = node;
   meta.output_nr = output_nr;
+  if (meta.view_base) [[unlikely]] meta.attr_version = output.version();  // current until the next in-place write
 }
 
 void check_inplace(const Tensor& self, const char* op) {
+  // Views are checked by check_view_inplace, in PyTorch's order.
+  const AutogradMeta* meta = self.impl()->autograd.get();
+  if (!meta || meta->view_base) return;
   if (GradMode::is_enabled() && self.requires_grad() && self.is_leaf())
     EMBER_FAIL(Runtime, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
@@ -175,14 +188,39 @@ namespace {
 struct ViewGeometry {
   DimVector base_sizes, base_strides, sizes, strides;
   int64_t offset = 0;  // relative to the base's first element
-  ScalarType dtype = ScalarType::Float32;
-  Device device;
 
-  // A zero tensor laid out like the base, and the view's region inside it.
-  std::pair<Tensor, Tensor> blank() const {
-    Tensor full = empty_strided_tensor(base_sizes, base_strides, dtype, device);
-    ember::fill_(full, Scalar(int64_t(0)));
-    return {full, make_view(full, sizes, strides, offset)};
+  static ViewGeometry of(const Tensor& view, const Tensor& base) {
+    return {base.sizes(), base.strides(), view.sizes(), view.strides(), view.offset() - base.offset()};
+  }
+  // An uninitialized tensor laid out like the base.
+  Tensor blank_base(const Tensor& like) const {
+    return empty_strided_tensor(base_sizes, base_strides, like.dtype(), like.device());
+  }
+};
+
+// The view's history after its base (or another view of it) was written in place:
+// its gradient is its region of the base's. Made of ops, so differentiable again.
+struct AsStridedBackward final : Node {
+  ViewGeometry geo;
+  std::string name() const override { return "AsStridedBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    TensorList out(1);
+    if (!should_compute(0)) return out;
+    // Elements of an expanded dim share one place in the base: their gradients add up there.
+    Tensor g = grads[0];
+    DimVector sizes = geo.sizes;
+    IntList expanded;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (geo.strides[d] == 0 && sizes[d] > 1) {
+        expanded.push_back((int64_t)d);
+        sizes[d] = 1;
+      }
+    if (!expanded.empty()) g = ember::sum(g, expanded, true, std::nullopt);
+    Tensor result = geo.blank_base(g);
+    ember::fill_(result, Scalar(int64_t(0)));
+    ember::copy_(strided_view(result, sizes, geo.strides, geo.offset), g, false);
+    out[0] = result;
+    return out;
   }
 };
 
@@ -194,8 +232,9 @@ struct CopySlices final : Node {
   std::shared_ptr<Node> fn;
   std::string name() const override { return "CopySlices"; }
   TensorList apply(TensorList&& grads) override {
-    auto [result, region] = geo.blank();
+    Tensor result = geo.blank_base(grads[0]);
     ember::copy_(result, grads[0], false);
+    Tensor region = strided_view(result, geo.sizes, geo.strides, geo.offset);
     TensorList res = fn->apply({ember::clone(region)});
     if (!res.empty() && res[0].defined()) ember::copy_(region, res[0], false);
     else ember::fill_(region, Scalar(int64_t(0)));
@@ -205,18 +244,48 @@ struct CopySlices final : Node {
     return out;
   }
   void release_saved() override { fn->release_saved(); }
+  void forget_modified_saved() override { fn->forget_modified_saved(); }
 };
 
-// The view's new history: its gradient is its region of the base's.
-struct AsStridedBackward final : Node {
-  ViewGeometry geo;
-  std::string name() const override { return "AsStridedBackward0"; }
-  TensorList apply(TensorList&& grads) override {
-    auto [result, region] = geo.blank();
-    ember::copy_(region, grads[0], false);
-    return {result};
+// Messages name nodes as PyTorch's do: "Output 0 of Unbind" for UnbindBackward0.
+std::string short_node_name(const Node& n) {
+  std::string name = n.name();
+  size_t end = name.size();
+  while (end > 0 && std::isdigit((unsigned char)name[end - 1])) --end;
+  const std::string suffix = "Backward";
+  if (end >= suffix.size() && name.compare(end - suffix.size(), suffix.size(), suffix) == 0)
+    return name.substr(0, end - suffix.size());
+  return name;
+}
+
+// Raises when a view that may not be written in place was (`indirect`: through its base
+// or another view of it, found when its grad_fn is next read), with PyTorch's messages.
+void handle_view_on_rebase(const AutogradMeta& meta, bool indirect, const char* op) {
+  if (meta.creation_meta == CreationMeta::Default) return;
+  const Node* fn = meta.grad_fn.get();
+  const std::string modified = indirect ? "its base or another view of its base has been" : "is being";
+  std::string msg = op && !indirect ? std::string(op) + ": " : std::string();
+  if (meta.creation_meta == CreationMeta::NoGradMode || !fn) {
+    msg += fn ? "Output " + std::to_string(meta.output_nr) + " of " + short_node_name(*fn) +
+                    " is a view of a view which was created in"
+              : std::string("A view was created in");
+    msg += " no_grad mode and " + modified + " modified inplace with grad mode enabled.";
+  } else {
+    msg += "Output " + std::to_string(meta.output_nr) + " of " + short_node_name(*fn) + " is a view and " +
+           modified + " modified inplace.";
   }
-};
+  if (meta.creation_meta == CreationMeta::MultiOutputNode)
+    msg += " This view is the output of a function that returns multiple views. Such functions do not allow the "
+           "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+  else
+    msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+           "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+           "inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+  EMBER_FAIL(Runtime, msg);
+}
+
+// Views whose grad_fn goes stale are rare; one lock serializes their regeneration.
+std::mutex view_regeneration_mutex;
 
 // retain_grad() follows the tensor to the node an in-place op made its creator
 // (PyTorch moves its retains-grad hook): .grad is the gradient of the new value.
@@ -233,41 +302,73 @@ void move_retained_grad(AutogradMeta& meta, Node& to) {
 
 }  // namespace
 
+const std::shared_ptr<Node>& view_grad_fn(const Tensor& view) {
+  AutogradMeta& meta = *view.impl()->autograd;
+  if (meta.attr_version == view.version()) return meta.grad_fn;
+  Tensor base(meta.view_base);
+  if (!meta.grad_fn && !base.requires_grad()) return meta.grad_fn;
+  std::lock_guard<std::mutex> lock(view_regeneration_mutex);
+  const uint32_t version = view.version();
+  if (meta.attr_version == version) return meta.grad_fn;
+  handle_view_on_rebase(meta, /*indirect=*/true, nullptr);
+  auto fn = std::make_shared<AsStridedBackward>();
+  fn->geo = ViewGeometry::of(view, base);
+  fn->add_input(base);
+  meta.grad_fn = std::move(fn);
+  meta.output_nr = 0;
+  meta.attr_version = version;
+  return meta.grad_fn;
+}
+
+Tensor strided_view(const Tensor& base, const DimVector& sizes, const DimVector& strides, int64_t offset) {
+  Tensor view = make_view(base, sizes, strides, base.offset() + offset);
+  if (any_requires_grad({&base})) {
+    auto fn = std::make_shared<AsStridedBackward>();
+    fn->geo = ViewGeometry::of(view, base);
+    fn->add_input(base);
+    set_history(view, fn);
+  }
+  mark_view(view, base);
+  return view;
+}
+
 void check_view_inplace(const Tensor& self, const char* op) {
   AutogradMeta* meta = self.impl()->autograd.get();
   if (!meta || !meta->view_base) return;
+  handle_view_on_rebase(*meta, /*indirect=*/false, op);
   Tensor base(meta->view_base);
-  EMBER_CHECK(!(base.is_leaf() && base.requires_grad()), Runtime, op,
+  EMBER_CHECK(!(self.requires_grad() && base.is_leaf()), Runtime, op,
               ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const char* op) {
-  check_view_inplace(self, op);
   AutogradMeta& meta = self.impl()->autograd_meta();
-  if (meta.view_base) {
-    Tensor base(meta.view_base);
-    ViewGeometry geo{base.sizes(), base.strides(), self.sizes(), self.strides(), self.offset() - base.offset(),
-                     self.dtype(), self.device()};
-    auto copy = std::make_shared<CopySlices>();
-    copy->geo = geo;
-    copy->fn = node;
-    copy->next_edges = node->next_edges;
-    copy->input_meta = node->input_meta;
-    copy->next_edges[0] = base.requires_grad() ? gradient_edge(base) : Edge{};
-    copy->input_meta[0] = {base.sizes(), base.dtype(), base.device()};
-    set_history(base, copy);
-    auto view_fn = std::make_shared<AsStridedBackward>();
-    view_fn->geo = geo;
-    view_fn->next_edges.push_back({copy, 0});
-    view_fn->input_meta.push_back({base.sizes(), base.dtype(), base.device()});
-    move_retained_grad(meta, *view_fn);
-    meta.grad_fn = view_fn;
+  if (!meta.view_base) {
+    move_retained_grad(meta, *node);
+    meta.grad_fn = node;
     meta.output_nr = 0;
     return;
   }
-  move_retained_grad(meta, *node);
-  meta.grad_fn = node;
+  check_view_inplace(self, op);
+  Tensor base(meta.view_base);
+  const ViewGeometry geo = ViewGeometry::of(self, base);
+  auto copy = std::make_shared<CopySlices>();
+  copy->geo = geo;
+  copy->fn = node;
+  copy->next_edges = node->next_edges;
+  copy->input_meta = node->input_meta;
+  copy->next_edges[0] = base.requires_grad() ? gradient_edge(base) : Edge{};
+  copy->input_meta[0] = {base.sizes(), base.dtype(), base.device()};
+  set_history(base, copy);
+  // The view is now its region of the base's new history.
+  auto view_fn = std::make_shared<AsStridedBackward>();
+  view_fn->geo = geo;
+  view_fn->next_edges.push_back({copy, 0});
+  view_fn->input_meta.push_back({base.sizes(), base.dtype(), base.device()});
+  move_retained_grad(meta, *view_fn);
+  meta.grad_fn = std::move(view_fn);
   meta.output_nr = 0;
+  meta.attr_version = self.version();
 }
 
 void check_out_no_grad(std::initializer_list<const Tensor*> ts, const char* op) {

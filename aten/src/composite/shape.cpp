@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ember/autograd.h"
+#include "ember/autograd_helpers.h"
 #include "ember/ops/cat.h"
 #include "ember/ops/chunk.h"
 #include "ember/ops/clone.h"
@@ -232,6 +233,80 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
   return result;
 }
 
+namespace {
+
+// unbind's gradient: the outputs' gradients stacked (zeros for those that got none).
+struct UnbindBackward final : Node {
+  int64_t dim = 0;
+  size_t count = 0;
+  std::string name() const override { return "UnbindBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    const InputMeta& in = input_meta[0];
+    DimVector piece = in.shape;
+    piece.erase(dim);
+    TensorList parts(count);
+    for (size_t i = 0; i < count; ++i)
+      parts[i] = i < grads.size() && grads[i].defined() ? grads[i] : ember::zeros(piece, in.dtype, in.device);
+    return {ember::stack(parts, dim)};
+  }
+};
+
+// split's (and chunk's) gradient: the outputs' gradients concatenated.
+struct SplitBackward final : Node {
+  const char* node_name = "SplitBackward0";
+  int64_t dim = 0;
+  IntList lengths;
+  std::string name() const override { return node_name; }
+  TensorList apply(TensorList&& grads) override {
+    const InputMeta& in = input_meta[0];
+    TensorList parts(lengths.size());
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (i < grads.size() && grads[i].defined()) {
+        parts[i] = grads[i];
+      } else {
+        DimVector shape = in.shape;
+        shape[dim] = lengths[i];
+        parts[i] = ember::zeros(shape, in.dtype, in.device);
+      }
+    }
+    return {ember::cat(parts, dim)};
+  }
+};
+
+// Gives the pieces of `self` one node (output i of it for piece i) and marks them as
+// views that may not be written in place, as PyTorch's multi-output view functions.
+TensorList as_multi_output_views(TensorList&& pieces, const Tensor& self, std::shared_ptr<Node> node) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (node) autograd::set_history(pieces[i], node, (uint32_t)i);
+    autograd::mark_view(pieces[i], self, /*multi_output=*/true);
+  }
+  return std::move(pieces);
+}
+
+TensorList split_views(const Tensor& self, int64_t d, const IntList& lengths, const char* node_name) {
+  std::shared_ptr<SplitBackward> node;
+  if (autograd::any_requires_grad({&self})) {
+    node = std::make_shared<SplitBackward>();
+    node->node_name = node_name;
+    node->dim = d;
+    node->lengths = lengths;
+    node->add_input(self);
+  }
+  TensorList out;
+  out.reserve(lengths.size());
+  {
+    NoGradGuard guard;
+    int64_t start = 0;
+    for (int64_t len : lengths) {
+      out.push_back(ember::narrow(self, d, start, len));
+      start += len;
+    }
+  }
+  return as_multi_output_views(std::move(out), self, std::move(node));
+}
+
+}  // namespace
+
 TensorList split(const Tensor& self, int64_t split_size, int64_t dim) {
   EMBER_CHECK(self.dim() != 0, Runtime, "split expects at least a 1-dimensional tensor");
   EMBER_CHECK(split_size >= 0, Runtime, "split expects split_size be non-negative, but got split_size=", split_size);
@@ -242,11 +317,9 @@ TensorList split(const Tensor& self, int64_t split_size, int64_t dim) {
   int64_t num_splits = 1;
   if (split_size != 0) num_splits = std::max<int64_t>(ceil_div_nonneg(dim_size, split_size), 1);
   const int64_t last = split_size - (split_size * num_splits - dim_size);
-  TensorList out;
-  out.reserve(num_splits);
-  for (int64_t i = 0; i < num_splits; ++i)
-    out.push_back(ember::narrow(self, d, i * split_size, i < num_splits - 1 ? split_size : last));
-  return out;
+  IntList lengths(num_splits, split_size);
+  lengths[num_splits - 1] = last;
+  return split_views(self, d, lengths, "SplitBackward0");
 }
 
 TensorList split_sizes(const Tensor& self, const IntList& split_size, int64_t dim) {
@@ -262,14 +335,7 @@ TensorList split_sizes(const Tensor& self, const IntList& split_size, int64_t di
   }
   EMBER_CHECK(!overflow && sum == dim_size, Runtime, "split_with_sizes expects split_sizes to sum exactly to ", dim_size,
               " (input tensor's size at dimension ", d, "), but got split_sizes=", split_size);
-  TensorList out;
-  out.reserve(split_size.size());
-  int64_t start = 0;
-  for (int64_t s : split_size) {
-    out.push_back(ember::narrow(self, d, start, s));
-    start += s;
-  }
-  return out;
+  return split_views(self, d, split_size, "SplitWithSizesBackward0");
 }
 
 TensorList chunk(const Tensor& self, int64_t chunks, int64_t dim) {
@@ -291,10 +357,20 @@ TensorList unbind(const Tensor& self, int64_t dim) {
   EMBER_CHECK(self.dim() > 0, Runtime, "Dimension specified as ", dim, " but tensor has no dimensions");
   const int64_t d = wrap_dim(dim, self.dim(), "unbind");
   const int64_t n = self.sizes()[d];
+  std::shared_ptr<UnbindBackward> node;
+  if (autograd::any_requires_grad({&self})) {
+    node = std::make_shared<UnbindBackward>();
+    node->dim = d;
+    node->count = (size_t)n;
+    node->add_input(self);
+  }
   TensorList out;
   out.reserve(n);
-  for (int64_t i = 0; i < n; ++i) out.push_back(ember::select(self, d, i));
-  return out;
+  {
+    NoGradGuard guard;
+    for (int64_t i = 0; i < n; ++i) out.push_back(ember::select(self, d, i));
+  }
+  return as_multi_output_views(std::move(out), self, std::move(node));
 }
 
 }  // namespace ember::native

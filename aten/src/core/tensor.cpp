@@ -58,7 +58,11 @@ Scalar Tensor::item() const {
 
 bool Tensor::requires_grad() const {
   auto* m = impl_->autograd.get();
-  return m && (m->requires_grad || m->grad_fn);
+  if (!m) return false;
+  if (m->requires_grad || m->grad_fn) return true;
+  // A view needs grad when its base does (the root base is never a view itself).
+  const AutogradMeta* b = m->view_base ? m->view_base->autograd.get() : nullptr;
+  return b && (b->requires_grad || b->grad_fn);
 }
 
 void Tensor::set_requires_grad(bool r) const {
@@ -76,8 +80,18 @@ Tensor Tensor::grad() const {
   return impl_->autograd->grad;
 }
 void Tensor::set_grad(const Tensor& g) const { impl_->autograd_meta().grad = g; }
-std::shared_ptr<Node> Tensor::grad_fn() const { return impl_->autograd ? impl_->autograd->grad_fn : nullptr; }
-bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+std::shared_ptr<Node> Tensor::grad_fn() const {
+  const AutogradMeta* m = impl_->autograd.get();
+  if (!m) return nullptr;
+  if (m->view_base) [[unlikely]] return autograd::view_grad_fn(*this);
+  return m->grad_fn;
+}
+bool Tensor::is_leaf() const {
+  const AutogradMeta* m = impl_->autograd.get();
+  if (!m) return true;
+  if (m->view_base) [[unlikely]] return !autograd::view_grad_fn(*this);
+  return !m->grad_fn;
+}
 uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
 
 int64_t checked_mul(int64_t a, int64_t b, const char* what) {

@@ -56,7 +56,6 @@ void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char
 }
 
 Tensor clone_for_save(const Tensor& t) {
-  NoGradGuard guard;
   return ember::clone(t);
 }
 
