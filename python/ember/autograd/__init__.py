@@ -219,3 +219,6 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             leaf.requires_grad_(True)
         return leaf
+
+
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)
