@@ -39,14 +39,17 @@ Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std
 Tensor index_backward(const Tensor& grad, const IntList& shape, const TensorList& indices);
 // A copy of `self` with `values` written (or added) at `indices`.
 Tensor index_put(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate);
+// index_put_'s gradient for self: all of it when accumulating, else none where values were written.
+Tensor index_put_self_backward(const Tensor& grad, const TensorList& indices, const Tensor& values, bool accumulate);
 Tensor index_values_backward(const Tensor& grad, const TensorList& indices, const IntList& shape);
 // True where `self` lies within [min, max] (bounds may be None).
 Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
 // A view's autograd record points at its base, so in-place ops on it are caught.
 void mark_view(const Tensor& view, const Tensor& base);
-// Attaches a node that raises at backward: the op has no derivative.
-void set_not_differentiable(const Tensor& result, const char* op);
+// Attaches a node that raises at backward: the op has no derivative. It has edges to the
+// inputs, as PyTorch's, so a backward toward them runs it.
+void set_not_differentiable(const Tensor& result, std::initializer_list<const Tensor*> inputs, const char* op);
 // The same node for an in-place op (floor_divide_), made before the write from its
 // tensor inputs; the caller rebases `self` onto it. Null when `self` gets no history.
 std::shared_ptr<Node> not_differentiable_node(const Tensor& self, std::initializer_list<const Tensor*> inputs,
