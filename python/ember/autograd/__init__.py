@@ -221,4 +221,5 @@ class Variable(metaclass=_VariableMeta):
         return leaf
 
 
+from . import functional  # noqa: E402  (built on grad above)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)

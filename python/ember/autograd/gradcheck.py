@@ -20,9 +20,10 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck and gradgradcheck when a check fails."""
 
 
-def _forward_ad_unavailable(option):
-    """The one place that refuses the forward-mode options, until ember has forward AD."""
-    raise NotImplementedError(f"{option}=True needs forward AD, which ember does not implement yet")
+def _forward_ad_unavailable(what):
+    """The one place that refuses what needs forward-mode AD (gradcheck's and functional's
+    options), until ember has it."""
+    raise NotImplementedError(f"{what} needs forward AD, which ember does not implement yet")
 
 
 def _is_tensor(x):
@@ -362,9 +363,9 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
                       check_batched_grad, check_batched_forward_grad, check_forward_ad, check_backward_ad,
                       fast_mode):
     if check_forward_ad:
-        _forward_ad_unavailable("check_forward_ad")
+        _forward_ad_unavailable("check_forward_ad=True")
     if check_batched_forward_grad:
-        _forward_ad_unavailable("check_batched_forward_grad")
+        _forward_ad_unavailable("check_batched_forward_grad=True")
     if check_batched_grad:
         raise NotImplementedError("check_batched_grad=True needs vmap, which ember does not implement")
     tupled_inputs = _as_tuple(inputs)
@@ -407,7 +408,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if check_batched_grad and not check_rev_over_rev:
         raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
     if check_fwd_over_rev:
-        _forward_ad_unavailable("check_fwd_over_rev")
+        _forward_ad_unavailable("check_fwd_over_rev=True")
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outputs = _differentiable_outputs(func(*tupled_inputs))
