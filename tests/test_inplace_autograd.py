@@ -1,7 +1,7 @@
 """In-place ops differentiate exactly like their functional forms, and do not leak.
 
-Every derived `op_` of a differentiable op in ops.yaml is gradchecked (float64,
-harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
+Every derived `op_` of a differentiable op in ops.yaml is gradchecked and
+gradgradchecked (float64, harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
 so a new op is covered as soon as it has a `test:` entry. The leak tests run each
 in-place composite, and a small training step, 200 times on 1 MiB tensors and
 bound the growth of RSS and of the objects the garbage collector tracks.
@@ -14,7 +14,7 @@ import pytest
 
 import ember
 from harness.collect import collect, rng_for
-from harness.gradcheck import gradcheck
+from harness.gradcheck import gradcheck, gradgradcheck
 from harness.run import NONLEAF_INPLACE
 from harness.spec import differentiable, load_spec
 
@@ -50,6 +50,12 @@ def test_every_differentiable_inplace_op_is_covered():
 @pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
 def test_inplace_gradcheck_on_non_leaf(case, form):
     gradcheck(case.op, case.sample, rng_for("inplace-grad|" + case.id), form=form)
+
+
+@pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
+def test_inplace_gradgradcheck_on_non_leaf(case, form):
+    """The value self had before the op, saved for the backward (sin_, mul_, log_), keeps its history."""
+    gradgradcheck(case.op, case.sample, rng_for("inplace-gradgrad|" + case.id), form=form)
 
 
 # ----------------------------------------------------------------------------- the issue's example
