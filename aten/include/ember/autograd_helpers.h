@@ -39,8 +39,6 @@ Tensor slice_backward(const Tensor& grad, const IntList& shape, int64_t dim, std
 Tensor index_backward(const Tensor& grad, const IntList& shape, const TensorList& indices);
 // A copy of `self` with `values` written (or added) at `indices`.
 Tensor index_put(const Tensor& self, const TensorList& indices, const Tensor& values, bool accumulate);
-// index_put_'s gradient for self: all of it when accumulating, else none where values were written.
-Tensor index_put_self_backward(const Tensor& grad, const TensorList& indices, const Tensor& values, bool accumulate);
 Tensor index_values_backward(const Tensor& grad, const TensorList& indices, const IntList& shape);
 // True where `self` lies within [min, max] (bounds may be None).
 Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);

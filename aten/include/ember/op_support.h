@@ -21,8 +21,7 @@ void check_nonzero_divisor(const TensorIterator& iter, int operand, const char* 
 // does (a tensor of exponents is not checked, in PyTorch either).
 void check_nonnegative_exponent(const TensorIterator& iter, const Scalar& exponent, const char* op);
 void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char* message);
-// The value an in-place op overwrites, kept for its backward: a recorded clone, so that the
-// backward's own derivative reaches the history self had before the op.
+// The value an in-place op overwrites, kept for its backward.
 Tensor clone_for_save(const Tensor& t);
 void set_factory_requires_grad(const Tensor& t, const char* op);
 // An in-place op computed out of place must fit `self`: same shape, castable dtype.

@@ -261,10 +261,6 @@ Tensor index_put(const Tensor& self, const TensorList& indices, const Tensor& va
   return ember::index_put_(r, indices, v, accumulate);
 }
 
-Tensor index_put_self_backward(const Tensor& grad, const TensorList& indices, const Tensor& values, bool accumulate) {
-  return accumulate ? grad : index_put(grad, indices, zeros_like(values), false);
-}
-
 Tensor index_values_backward(const Tensor& grad, const TensorList& indices, const IntList& shape) {
   return sum_to(ember::index(grad, indices), shape);
 }

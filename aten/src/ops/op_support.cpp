@@ -56,7 +56,7 @@ void reject_bool_inputs(std::initializer_list<const Tensor*> tensors, const char
 }
 
 Tensor clone_for_save(const Tensor& t) {
-  return ember::clone(t);  // recorded (as PyTorch's original_self), so the saved value keeps its history
+  return ember::clone(t);
 }
 
 void set_factory_requires_grad(const Tensor& t, const char* op) {
