@@ -45,8 +45,8 @@ Tensor clamp_mask(const Tensor& self, const std::optional<Scalar>& min, const st
 
 // A view's autograd record points at its base, so in-place ops on it are caught.
 void mark_view(const Tensor& view, const Tensor& base);
-// Attaches a node that raises at backward: the op has no derivative. It has edges to the
-// inputs, as PyTorch's, so a backward toward them runs it.
+// Attaches a node that raises at backward: the op has no derivative.
+// It has edges to the inputs, as PyTorch's, so a backward toward them runs it.
 void set_not_differentiable(const Tensor& result, std::initializer_list<const Tensor*> inputs, const char* op);
 // The same node for an in-place op (floor_divide_), made before the write from its
 // tensor inputs; the caller rebases `self` onto it. Null when `self` gets no history.
