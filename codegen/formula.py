@@ -22,7 +22,6 @@ HELPERS = {s.name: s for s in map(parse_signature, [
     "slice_backward(Tensor grad, int[] shape, int dim, int? start, int? end, int step) -> Tensor",
     "index_backward(Tensor grad, int[] shape, Tensor?[] indices) -> Tensor",
     "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate) -> Tensor",
-    "index_put_self_backward(Tensor grad, Tensor?[] indices, Tensor values, bool accumulate) -> Tensor",
     "index_values_backward(Tensor grad, Tensor?[] indices, int[] shape) -> Tensor",
     "clamp_mask(Tensor self, Scalar? min, Scalar? max) -> Tensor",
 ])}
