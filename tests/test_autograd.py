@@ -546,6 +546,7 @@ def test_second_derivative_of_product():
     close(g2, np.exp(v) * (2 + v))
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
 def test_backward_create_graph():
     x = leaf([2.0])
     (x ** 3).sum().backward(create_graph=True)

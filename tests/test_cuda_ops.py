@@ -1,12 +1,12 @@
 """Every operator in ops.yaml on the GPU: the cases of tests/test_ops.py (every
 declared dtype; broadcast, 0-d, empty and non-contiguous inputs; in-place and
-out=; float64 gradcheck) with every tensor made on the device, checked against
+out=; float64 gradcheck and gradgradcheck) with every tensor made on the device, checked against
 the same NumPy references, results required on the device. Skipped without a GPU."""
 import pytest
 
 import ember
 from harness.collect import collect, rng_for
-from harness.gradcheck import gradcheck
+from harness.gradcheck import gradcheck, gradgradcheck
 from harness.run import check_forward, check_inplace, check_out, check_undeclared
 from harness.spec import load_spec
 from harness.tensors import on_device
@@ -47,6 +47,11 @@ def test_out_cuda(case):
 @cases("grad")
 def test_gradcheck_cuda(case):
     gradcheck(case.op, case.sample, rng_for("grad|" + case.id))
+
+
+@cases("gradgrad")
+def test_gradgradcheck_cuda(case):
+    gradgradcheck(case.op, case.sample, rng_for("gradgrad|" + case.id))
 
 
 @cases("undeclared")

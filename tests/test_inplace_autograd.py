@@ -1,8 +1,8 @@
 """In-place ops differentiate exactly like their functional forms, and do not leak.
 
-Every derived `op_` of a differentiable op in ops.yaml is gradchecked (float64,
-harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
-and on a view of a non-leaf base (harness.run.VIEW_INPLACE: the base's history
+Every derived `op_` of a differentiable op in ops.yaml is gradchecked and
+gradgradchecked (float64, harness samples) on a non-leaf self, `x.clone().op_(...)` and `(x * 1).op_(...)`,
+and gradchecked on a view of a non-leaf base (harness.run.VIEW_INPLACE: the base's history
 is rebased, views taken before the write regenerated), so a new op is covered as
 soon as it has a `test:` entry. The leak tests run each
 in-place composite, and a small training step, 200 times on 1 MiB tensors and
@@ -16,7 +16,7 @@ import pytest
 
 import ember
 from harness.collect import collect, rng_for
-from harness.gradcheck import gradcheck
+from harness.gradcheck import gradcheck, gradgradcheck
 from harness.run import NONLEAF_INPLACE, VIEW_INPLACE, public_function
 from harness.spec import differentiable, load_spec, tensor_args
 
@@ -52,6 +52,12 @@ def test_every_differentiable_inplace_op_is_covered():
 @pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
 def test_inplace_gradcheck_on_non_leaf(case, form):
     gradcheck(case.op, case.sample, rng_for("inplace-grad|" + case.id), form=form)
+
+
+@pytest.mark.parametrize("case,form", INPLACE_GRAD_FORMS, ids=[f"{c.id}-{f}" for c, f in INPLACE_GRAD_FORMS])
+def test_inplace_gradgradcheck_on_non_leaf(case, form):
+    """The value self had before the op, saved for the backward (sin_, mul_, log_), keeps its history."""
+    gradgradcheck(case.op, case.sample, rng_for("inplace-gradgrad|" + case.id), form=form)
 
 
 VIEW_FORMS = sorted(VIEW_INPLACE)

@@ -18,7 +18,7 @@ import pytest
 import ember
 from harness.collect import collect, rng_for
 from harness.dtypes import TensorInfo, result_type
-from harness.gradcheck import gradcheck
+from harness.gradcheck import gradcheck, gradgradcheck
 from harness.lint import lint
 from harness.run import check_forward, check_inplace, check_out, check_undeclared
 from harness.spec import DEFAULT_TEST_DTYPES, load_spec, returns_several, role_of, run_dtypes, tensor_args
@@ -60,6 +60,11 @@ def test_out(case):
 @cases(CASES.grad)
 def test_gradcheck(case):
     gradcheck(case.op, case.sample, rng_for("grad|" + case.id))
+
+
+@cases(CASES.gradgrad)
+def test_gradgradcheck(case):
+    gradgradcheck(case.op, case.sample, rng_for("gradgrad|" + case.id))
 
 
 @cases(CASES.undeclared)

@@ -94,11 +94,14 @@ class Tensor(_C.TensorBase):
 
     # ------------------------------------------------------------ autograd
     def backward(self, gradient: Optional[Tensor] = None, retain_graph: Optional[_bool] = None,
-                 create_graph: _bool = False, inputs: Optional[Sequence[Tensor]] = None) -> None:
-        """Computes the gradient of this tensor with respect to graph leaves."""
-        if retain_graph is None:
-            retain_graph = create_graph
-        _C._backward([self], [gradient], retain_graph, create_graph)
+                 create_graph: _bool = False, inputs: Union[Tensor, Sequence[Tensor], None] = None) -> None:
+        """Computes the gradient of this tensor with respect to graph leaves (with `inputs`, only
+        with respect to those tensors, as ember.autograd.backward)."""
+        if inputs is not None or create_graph or not (gradient is None or isinstance(gradient, _C.TensorBase)):
+            from . import autograd
+            autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+            return
+        _C._backward([self], [gradient], bool(retain_graph), False)
 
     def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> Any:
         """hook(grad) runs when this tensor's gradient is computed (before a leaf's

@@ -146,13 +146,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_index_tensor_from", [](py::object f) { python::g_index_tensor_from = f.release().ptr(); });
   // The backward pass releases the GIL: other threads run meanwhile, and the nodes and
   // hooks that call Python (custom Functions, hooks) take it back while they do.
-  m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph) {
-    autograd::backward(roots, grads, retain_graph, create_graph);
-  }, py::call_guard<py::gil_scoped_release>());
+  m.def("_backward", [](const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph,
+                        const TensorList& inputs) {
+    autograd::backward(roots, grads, retain_graph, create_graph, inputs);
+  }, py::arg("roots"), py::arg("grads"), py::arg("retain_graph"), py::arg("create_graph"),
+     py::arg("inputs") = TensorList{}, py::call_guard<py::gil_scoped_release>());
   m.def("_grad", [](const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
-                    bool retain_graph, bool create_graph, bool allow_unused) {
-    return autograd::grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused);
-  }, py::call_guard<py::gil_scoped_release>());
+                    bool retain_graph, bool create_graph, bool allow_unused, bool implicit_grads) {
+    return autograd::grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused, implicit_grads);
+  }, py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("create_graph"),
+     py::arg("allow_unused"), py::arg("implicit_grads") = true, py::call_guard<py::gil_scoped_release>());
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("manual_seed", [](uint64_t seed) { default_generator()->manual_seed(seed); });

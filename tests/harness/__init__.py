@@ -8,7 +8,7 @@ samples.py   sample generators by name, `cases:`, value domains
 refs.py      NumPy helpers for `ref:` expressions
 tensors.py   make_tensor / to_numpy and building inputs with their layouts (imports ember)
 run.py       calling an op in each form, its reference, and the comparisons
-gradcheck.py float64 vector-Jacobian products against finite differences
+gradcheck.py float64 gradcheck and gradgradcheck of an op, through ember.autograd.gradcheck
 collect.py   the case lists test_ops.py parametrises over
 lint.py      checks that each `test:` entry is runnable (codegen checks the rest)
 """

@@ -39,6 +39,7 @@ class Cases:
     inplace: list = field(default_factory=list)
     out: list = field(default_factory=list)
     grad: list = field(default_factory=list)
+    gradgrad: list = field(default_factory=list)  # grad cases of ops with a second derivative
     undeclared: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
 
@@ -96,7 +97,10 @@ def collect(spec):
                 if dtype == "float64" and differentiable(op) and op.test.get("grad", True) \
                         and _grad_eligible(s, ref):
                     grad.append(case)
-        cases.grad += _spread(grad, GRADCHECK_MAX_SAMPLES)
+        grad = _spread(grad, GRADCHECK_MAX_SAMPLES)
+        cases.grad += grad
+        if "no_gradgrad" not in op.test:
+            cases.gradgrad += grad
         if op.dtypes:
             for dtype in ALL_DTYPES:
                 s = generate(op, dtype, rng_for, spec.overloads(op.name))[0]

@@ -1,26 +1,18 @@
-"""A float64 gradcheck of ember's autograd against central finite differences.
+"""float64 gradient checks of an op through ember's public ember.autograd.gradcheck and
+gradgradcheck: the op on a sample, as a function of the sample's tensors.
 
-For random upstream gradients v (one per floating output), the vector-Jacobian
-product that backward() computes must match d/dx sum_i <out_i(x), v_i>, taken
-by central differences with eps = 1e-6 on every element of every floating input.
-Integral and bool inputs (where's condition) are not differentiated. Inputs keep
-their sample layout: a transposed or strided input is a view of the leaf that
-requires grad, so backward through non-contiguous inputs is covered too.
+Every floating input (but where's condition) is a leaf that requires grad; integral and bool
+inputs go in as they are. Inputs keep their sample layout (a transposed or strided input is a
+non-contiguous leaf), so backward through non-contiguous inputs is covered too. gradcheck
+compares full Jacobians (slow mode); gradgradcheck, the derivative of the gradient with
+respect to the inputs and the upstream gradients, runs in fast mode (two function calls per
+input, one backward per output) with upstream gradients drawn from the case's rng.
 """
-import numpy as np
-
 import ember
 
 from .dtypes import is_floating
 from .run import call, forms
-from .tensors import build_inputs, dtype_name, layout_back, make_tensor, to_numpy
-
-EPS = 1e-6
-RTOL, ATOL = 1e-3, 1e-5
-
-
-def _as_list(result):
-    return list(result) if isinstance(result, (tuple, list)) else [result]
+from .tensors import build_inputs, dtype_name, make_tensor
 
 
 def differentiable_inputs(sample):
@@ -34,51 +26,59 @@ def differentiable_inputs(sample):
     return out
 
 
-def gradcheck(op, sample, rng, form=None):
-    """`form`: how to call the op (run.call); by default its first functional form."""
-    diff = differentiable_inputs(sample)
-    assert diff, f"{op.full_name}: no floating input to differentiate"
+def _leaf(t):
+    """A leaf requiring grad with t's values and layout; an empty one fresh (from NumPy it has
+    stride 0, which gradcheck refuses, as PyTorch's)."""
+    if t.numel() == 0:
+        t = ember.empty(tuple(t.shape), dtype=t.dtype, device=t.device)
+    return t.detach().requires_grad_()
 
-    def outputs(overrides):
-        with ember.no_grad():
-            inputs, _ = build_inputs(sample, overrides)
-            return _as_list(call(op, sample, inputs, form))
 
+def op_function(op, sample, form=None):
+    """(func, tensors): func(*tensors) calls the op (as `form`, by default its first functional
+    form) on the sample with these tensors, and returns its results as a tuple."""
     form = form or forms(op)[0]
-    first = outputs({})
-    floating = [k for k, t in enumerate(first) if is_floating(dtype_name(t.dtype)) and tuple(t.shape).count(0) == 0]
-    assert floating, f"{op.full_name}: no non-empty floating output"
-    vs = {k: rng.standard_normal(tuple(first[k].shape)) for k in floating}
+    diff = differentiable_inputs(sample)
+    inputs, _ = build_inputs(sample)
+    slots, tensors = [], []
+    for role, value in inputs.items():
+        items = value if isinstance(value, list) else [value]
+        for i, t in enumerate(items):
+            if isinstance(t, ember.Tensor):
+                slots.append((role, i, isinstance(value, list)))
+                tensors.append(_leaf(t) if (role, i) in diff else t)
 
-    # Analytic: one backward per output, each on a fresh graph, summed.
-    analytic = {key: np.zeros(arg.values.shape) for key, arg in diff.items()}
+    def func(*args):
+        given = {role: list(v) if isinstance(v, list) else v for role, v in inputs.items()}
+        for (role, i, is_list), t in zip(slots, args):
+            if is_list:
+                given[role][i] = t
+            else:
+                given[role] = t
+        result = call(op, sample, given, form)
+        return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+    return func, tuple(tensors)
+
+
+def _check_outputs_require_grad(op, outputs):
+    floating = [k for k, o in enumerate(outputs) if is_floating(dtype_name(o.dtype))]
+    assert floating, f"{op.full_name}: no floating output"
     for k in floating:
-        inputs, leaves = build_inputs(sample, requires_grad=set(diff))
-        out = _as_list(call(op, sample, inputs, form))[k]
-        assert out.requires_grad, f"{op.full_name}: output {k} does not require grad"
-        out.backward(make_tensor(vs[k], "float64"))
-        for key, arg in diff.items():
-            grad = leaves[key].grad
-            if grad is not None:
-                assert grad.device == leaves[key].device, f"{op.full_name}: gradient on {grad.device}"
-                analytic[key] += layout_back(arg, to_numpy(grad))
+        assert outputs[k].requires_grad, f"{op.full_name}: output {k} does not require grad"
 
-    def objective(overrides):
-        outs = outputs(overrides)
-        return sum(float(np.sum(to_numpy(outs[k]) * vs[k])) for k in floating)
 
-    for key, arg in diff.items():
-        base = np.asarray(arg.values, dtype=np.float64)
-        numeric = np.zeros(base.shape)
-        for j in range(base.size):
-            plus, minus = base.copy(), base.copy()
-            plus.flat[j] += EPS
-            minus.flat[j] -= EPS
-            numeric.flat[j] = (objective({key: plus}) - objective({key: minus})) / (2 * EPS)
-        if not np.allclose(analytic[key], numeric, rtol=RTOL, atol=ATOL):
-            role, i = key
-            name = role if role != "tensors" else f"tensors[{i}]"
-            raise AssertionError(
-                f"{op.full_name}: gradient of input {name!r} (shape {base.shape}) does not match finite "
-                f"differences (max abs diff {np.max(np.abs(analytic[key] - numeric)):.3g})\n"
-                f"backward:\n{analytic[key]}\nnumeric:\n{numeric}")
+def gradcheck(op, sample, rng=None, form=None):
+    """The op's first derivatives against finite differences (rng: unused, kept for callers)."""
+    assert differentiable_inputs(sample), f"{op.full_name}: no floating input to differentiate"
+    func, tensors = op_function(op, sample, form)
+    _check_outputs_require_grad(op, func(*tensors))
+    ember.autograd.gradcheck(func, tensors)
+
+
+def gradgradcheck(op, sample, rng, form=None):
+    """The op's second derivatives: gradgradcheck with upstream gradients from `rng`."""
+    func, tensors = op_function(op, sample, form)
+    outputs = [o for o in func(*tensors) if o.requires_grad]
+    grad_outputs = [make_tensor(rng.uniform(-1, 1, tuple(o.shape)), "float64").requires_grad_() for o in outputs]
+    ember.autograd.gradgradcheck(func, tensors, grad_outputs, fast_mode=True)

@@ -6,7 +6,7 @@ from .samples import GENERATORS
 
 # Keys a `test:` entry may use; anything else is a typo the lint test reports.
 TEST_KEYS = {"samples", "cases", "ref", "kwargs", "domain_a", "domain_b", "distinct",
-             "specials", "tol", "dtypes", "grad", "skip"}
+             "specials", "tol", "dtypes", "grad", "no_gradgrad", "skip"}
 CASE_KEYS = {"shape", "args", "kwargs", "noncontig"}
 DOMAINS = {"positive", "nonzero", "small", "distinct", "near_one", "away_from_bounds", "open_unit"}
 
@@ -54,6 +54,8 @@ def lint(spec):
                 problems.append(f"{where}: a case may only use {sorted(CASE_KEYS)}: {case!r}")
         if "dtypes" in t and op.dtypes:
             problems.append(f"{where}: test: dtypes: is ignored, the op declares dtypes:")
+        if "no_gradgrad" in t and (not isinstance(t["no_gradgrad"], str) or not t["no_gradgrad"].strip()):
+            problems.append(f"{where}: no_gradgrad: needs the reason the op has no second derivative")
         tol = t.get("tol") or {}
         if not isinstance(tol, dict):
             problems.append(f"{where}: tol: must be a mapping")

@@ -172,12 +172,16 @@ void check_view_inplace(const Tensor& self, const char* op);
 Tensor strided_view(const Tensor& base, const DimVector& sizes, const DimVector& strides, int64_t offset);
 // Raises when an out= call would need autograd.
 void check_out_no_grad(std::initializer_list<const Tensor*> ts, const char* op);
-// Runs the backward pass from `roots` with the given gradients.
+// Runs the backward pass from `roots` with the given gradients (undefined: ones, for a scalar).
+// Non-empty `inputs`: only the graph leading to them runs, and only they get gradients (a
+// non-leaf through its retain_grad slot, which the caller sets up).
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph,
               const TensorList& inputs = {});
-// Gradients of `outputs` with respect to `inputs` (autograd.grad).
+// Gradients of `outputs` with respect to `inputs` (autograd.grad); only the graph leading to
+// `inputs` runs. An undefined grad_output is ones for a scalar output, or with !implicit_grads
+// no gradient at all (gradcheck's undefined-gradient check).
 TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
-                bool retain_graph, bool create_graph, bool allow_unused);
+                bool retain_graph, bool create_graph, bool allow_unused, bool implicit_grads = true);
 
 }  // namespace autograd
 }  // namespace ember

@@ -50,7 +50,8 @@ void mark_view(const Tensor& view, const Tensor& base, bool multi_output = false
 // The same with the CreationMeta given (the generated view ops know the grad mode already).
 void mark_view(const Tensor& view, const Tensor& base, CreationMeta creation);
 // Attaches a node that raises at backward: the op has no derivative.
-void set_not_differentiable(const Tensor& result, const char* op);
+// It has edges to the inputs, as PyTorch's, so a backward toward them runs it.
+void set_not_differentiable(const Tensor& result, std::initializer_list<const Tensor*> inputs, const char* op);
 // The same node for an in-place op (floor_divide_), made before the write from its
 // tensor inputs; the caller rebases `self` onto it. Null when `self` gets no history.
 std::shared_ptr<Node> not_differentiable_node(const Tensor& self, std::initializer_list<const Tensor*> inputs,

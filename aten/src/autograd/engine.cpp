@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ember/autograd.h"
 #include "ember/autograd_helpers.h"
@@ -40,31 +41,46 @@ struct GraphTask {
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, TensorList> buffers;
   std::unordered_map<Node*, std::shared_ptr<Node>> owners;
-  // autograd.grad: (node, input_nr) -> result slot; such nodes' leaves are not accumulated.
+  // autograd.grad: (node, input_nr) -> result slot, read from the node's buffer.
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
-  bool capture_only = false;
+  // With `pruned` (grad, backward(inputs=)) only nodes on a path to a capture or a
+  // `needed` target run, as PyTorch's exec_info; off, every reachable node runs.
+  bool pruned = false;
+  std::unordered_set<Node*> needed;
 
+  bool should_execute(Node* n) const { return needed.count(n) || captures.count(n); }
+
+  // Counts each node's incoming edges; when pruned, also marks the nodes that lead to a
+  // target (post-order, so a node's children are settled before it).
   void count(const std::vector<Edge>& roots) {
-    std::vector<Node*> stack;
-    for (const Edge& e : roots) {
-      if (!e.valid()) continue;
-      owners[e.fn.get()] = e.fn;
-      if (!dependencies.count(e.fn.get())) { dependencies[e.fn.get()] = 0; stack.push_back(e.fn.get()); }
-    }
-    while (!stack.empty()) {
-      Node* n = stack.back();
-      stack.pop_back();
-      for (const Edge& e : n->next_edges) {
-        if (!e.valid()) continue;
-        Node* m = e.fn.get();
-        auto it = dependencies.find(m);
-        if (it == dependencies.end()) {
-          dependencies[m] = 1;
-          owners[m] = e.fn;
-          stack.push_back(m);
-        } else {
+    struct Frame {
+      Node* node;
+      size_t next;
+    };
+    std::vector<Frame> stack;
+    for (const Edge& root : roots) {
+      if (!root.valid()) continue;
+      owners[root.fn.get()] = root.fn;
+      if (!dependencies.emplace(root.fn.get(), 0).second) continue;
+      stack.push_back({root.fn.get(), 0});
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        if (f.next < f.node->next_edges.size()) {
+          const Edge& e = f.node->next_edges[f.next++];
+          if (!e.valid()) continue;
+          auto [it, fresh] = dependencies.emplace(e.fn.get(), 0);
           it->second++;
+          if (fresh) {
+            owners[e.fn.get()] = e.fn;
+            stack.push_back({e.fn.get(), 0});  // invalidates f, not used again
+          }
+          continue;
         }
+        Node* n = f.node;
+        stack.pop_back();
+        if (!pruned || needed.count(n)) continue;
+        for (const Edge& e : n->next_edges)
+          if (e.valid() && should_execute(e.fn.get())) { needed.insert(n); break; }
       }
     }
   }
@@ -80,11 +96,14 @@ struct GraphTask {
     count(roots);
     std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
-      if (!roots[i].valid()) continue;
+      if (!roots[i].valid() || !grads[i].defined()) continue;
       add_to_buffer(roots[i].fn.get(), roots[i].input_nr, grads[i]);
     }
     for (const Edge& e : roots)
-      if (e.valid() && dependencies[e.fn.get()] == 0) { dependencies[e.fn.get()] = -1; ready.push(e.fn.get()); }
+      if (e.valid() && dependencies[e.fn.get()] == 0 && (!pruned || should_execute(e.fn.get()))) {
+        dependencies[e.fn.get()] = -1;
+        ready.push(e.fn.get());
+      }
     while (!ready.empty()) {
       Node* n = ready.top();
       ready.pop();
@@ -94,9 +113,8 @@ struct GraphTask {
       // Hooked nodes have `hooks` set (a leaf's accumulator too, when the leaf has hooks).
       AccumulateGrad* hooked_leaf = nullptr;
       if (n->hooks) [[unlikely]] {
-        // A leaf's hooks run when its gradient is computed: not for the leaves autograd.grad skips.
+        // A leaf's hooks run when its gradient is computed (pruning never reaches the leaves autograd.grad skips).
         hooked_leaf = dynamic_cast<AccumulateGrad*>(n);
-        if (hooked_leaf && capture_only && !captures.count(n)) hooked_leaf = nullptr;
         inputs = call_tensor_pre_hooks(*n, hooked_leaf, std::move(inputs));
       }
       if (results) {
@@ -109,12 +127,12 @@ struct GraphTask {
         if (nr >= inputs.size() || !inputs[nr].defined()) continue;
         *slot = slot->defined() ? ember::add(*slot, inputs[nr]) : ember::clone(inputs[nr]);
       }
-      bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+      if (pruned && !needed.count(n)) continue;  // only captured: its gradient was the point
       TensorList outputs;
       // A node with several outputs (unbind) runs when any of them got a gradient.
       const bool any_grad = inputs[0].defined() ||
                             std::any_of(inputs.begin() + 1, inputs.end(), [](const Tensor& g) { return g.defined(); });
-      if (!(capture_only && is_leaf_acc) && any_grad) {
+      if (any_grad) {
         outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
@@ -122,6 +140,7 @@ struct GraphTask {
         const Edge& e = n->next_edges[i];
         if (!e.valid()) continue;
         Node* m = e.fn.get();
+        if (pruned && !should_execute(m)) continue;
         if (i < outputs.size() && outputs[i].defined())
           add_to_buffer(m, e.input_nr, shape_gradient(outputs[i], n->input_meta[i]));
         if (--dependencies[m] == 0) ready.push(m);
@@ -140,14 +159,18 @@ std::vector<Edge> root_edges(const TensorList& roots) {
   return edges;
 }
 
-TensorList root_grads(const TensorList& roots, const TensorList& grads) {
+// An undefined gradient is the implicit ones of a scalar root (`implicit`), else no gradient.
+TensorList root_grads(const TensorList& roots, const TensorList& grads, bool implicit) {
+  EMBER_CHECK(grads.size() == roots.size(), Runtime, "got ", roots.size(), " tensors and ", grads.size(),
+              " gradients");
   TensorList out(roots.size());
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (i < grads.size() && grads[i].defined()) {
+    if (grads[i].defined()) {
       EMBER_CHECK(grads[i].sizes() == roots[i].sizes(), Runtime, "Mismatch in shape: grad_output[", i,
-                  "] has a shape of ", grads[i].sizes(), " and output[", i, "] has a shape of ", roots[i].sizes(), ".");
+                  "] has a shape of ember.Size(", grads[i].sizes(), ") and output[", i,
+                  "] has a shape of ember.Size(", roots[i].sizes(), ").");
       out[i] = grads[i];
-    } else {
+    } else if (implicit) {
       EMBER_CHECK(roots[i].numel() == 1, Runtime, "grad can be implicitly created only for scalar outputs");
       out[i] = ember::ones(roots[i].sizes(), roots[i].dtype(), roots[i].device(), false);
     }
@@ -155,31 +178,44 @@ TensorList root_grads(const TensorList& roots, const TensorList& grads) {
   return out;
 }
 
+// The edge into `t`'s history without making an accumulator: a leaf that no op has
+// used yet has none, and nothing can reach it (PyTorch's try_get_grad_accumulator).
+Edge existing_gradient_edge(const Tensor& t) {
+  AutogradMeta* meta = t.impl()->autograd.get();
+  if (!meta) return {};
+  if (meta->grad_fn) return {meta->grad_fn, meta->output_nr};
+  return {meta->grad_accumulator.lock(), 0};
+}
+
 }  // namespace
 
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph, bool create_graph,
               const TensorList& inputs) {
-  (void)inputs;
   trace::BackwardScope traced_as_backward;
   std::vector<Edge> edges = root_edges(roots);
-  TensorList g = root_grads(roots, grads);
-  AutoGradMode mode(create_graph);
+  TensorList g = root_grads(roots, grads, true);
   GraphTask task;
+  if (!inputs.empty()) {
+    // Only these get gradients: a leaf's accumulator runs, a non-leaf's grad_fn runs
+    // (its retain_grad slot, set by the caller, takes the gradient), nothing else below.
+    task.pruned = true;
+    for (const Tensor& t : inputs)
+      if (Edge e = existing_gradient_edge(t); e.valid()) task.needed.insert(e.fn.get());
+  }
+  AutoGradMode mode(create_graph);
   task.run(edges, g, retain_graph || create_graph, nullptr);
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const TensorList& inputs,
-                bool retain_graph, bool create_graph, bool allow_unused) {
+                bool retain_graph, bool create_graph, bool allow_unused, bool implicit_grads) {
   trace::BackwardScope traced_as_backward;
   std::vector<Edge> edges = root_edges(outputs);
-  TensorList g = root_grads(outputs, grad_outputs);
+  TensorList g = root_grads(outputs, grad_outputs, implicit_grads);
   GraphTask task;
-  task.capture_only = true;
+  task.pruned = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    EMBER_CHECK(inputs[i].requires_grad(), Runtime, "grad(): input ", i, " does not require grad");
-    Edge e = gradient_edge(inputs[i]);
-    task.captures[e.fn.get()].push_back({e.input_nr, i});
-    task.owners[e.fn.get()] = e.fn;
+    EMBER_CHECK(inputs[i].requires_grad(), Runtime, "One of the differentiated Tensors does not require grad");
+    if (Edge e = existing_gradient_edge(inputs[i]); e.valid()) task.captures[e.fn.get()].push_back({e.input_nr, i});
   }
   TensorList results(inputs.size());
   {
@@ -187,8 +223,9 @@ TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const
     task.run(edges, g, retain_graph || create_graph, &results);
   }
   for (size_t i = 0; i < results.size(); ++i)
-    EMBER_CHECK(results[i].defined() || allow_unused, Runtime, "One of the differentiated Tensors appears to not "
-                "have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+    EMBER_CHECK(results[i].defined() || allow_unused, Runtime, "The differentiated Tensor at index ", i,
+                " appears to not have been used in the graph. Set allow_unused=True if this is the desired "
+                "behavior.");
   return results;
 }
 

@@ -8,6 +8,7 @@
 
 #include "ember/autograd.h"
 #include "ember/ops/abs.h"
+#include "ember/ops/any.h"
 #include "ember/ops/arange.h"
 #include "ember/ops/cat.h"
 #include "ember/ops/clone.h"
@@ -112,25 +113,30 @@ Tensor expand_reduced(const Tensor& grad, const IntList& shape, const std::optio
 
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, const std::optional<IntList>& dim,
                      bool keepdim) {
-  (void)result;
   if (self.numel() == 0) return zeros_of(self.sizes(), grad);
   std::optional<int64_t> d;
   if (dim && !dim->empty() && self.dim() > 0) d = wrap_dim((*dim)[0], self.dim(), "prod");
   // Over every dim: work on the flattened input, along dim 0.
   Tensor x = d ? self : ember::reshape(self, IntList{self.numel()});
   Tensor g = d ? (keepdim ? grad : ember::unsqueeze(grad, *d)) : ember::reshape(grad, IntList{1});
+  Tensor r = d ? (keepdim ? result : ember::unsqueeze(result, *d)) : ember::reshape(result, IntList{1});
   const int64_t rd = d.value_or(0);
-  // d prod / d x_i is the product of the others: prod / x_i without zeros; with
-  // exactly one zero, the product of the non-zeros at the zero and 0 elsewhere;
-  // with two or more zeros, 0 everywhere.
-  Tensor is_zero = ember::eq(x, number(0));
-  Tensor zero_count = ember::sum(is_zero, IntList{rd}, true, std::nullopt);
-  Tensor x_nz = ember::where(is_zero, number(1), x);
-  Tensor prod_nz = ember::prod(x_nz, rd, true, std::nullopt);
-  Tensor gp = ember::mul(g, prod_nz);
-  Tensor at_single_zero = ember::logical_and(ember::eq(zero_count, number(1)), is_zero);
-  Tensor res = ember::where(ember::eq(zero_count, number(0)), ember::true_divide(gp, x_nz),
-                            ember::where(at_single_zero, gp, number(0)));
+  Tensor res;
+  if (!ember::any(ember::eq(x, number(0)), std::nullopt, false).item().to_bool()) {
+    res = ember::true_divide(ember::mul(g, r), x);  // prod / x_i, differentiable through the saved result
+  } else {
+    // d prod / d x_i is the product of the others: with zeros it cannot divide, so (as PyTorch,
+    // whose exclusive cumprods ember lacks) take each product over the row with x_i set to 1,
+    // from a (.., n, n, ..) copy; built of ops, so it differentiates again (zeros included).
+    const int64_t n = x.sizes()[rd];
+    DimVector row_shape(x.dim() + 1, 1), col_shape(x.dim() + 1, 1);
+    row_shape[rd] = n;
+    col_shape[rd + 1] = n;
+    Tensor pos = ember::arange(Scalar(n), std::nullopt, Scalar(int64_t(1)), ScalarType::Int64, x.device(), false);
+    Tensor diagonal = ember::eq(ember::reshape(pos, row_shape), ember::reshape(pos, col_shape));
+    Tensor others = ember::where(diagonal, number(1), ember::unsqueeze(x, rd));
+    res = ember::mul(g, ember::prod(others, rd + 1, false, std::nullopt));
+  }
   if (!d) res = ember::reshape(res, self.sizes());
   return res;
 }
@@ -290,10 +296,11 @@ void mark_view(const Tensor& view, const Tensor& base, bool multi_output) {
                                                : CreationMeta::Default);
 }
 
-void set_not_differentiable(const Tensor& result, const char* op) {
+void set_not_differentiable(const Tensor& result, std::initializer_list<const Tensor*> inputs, const char* op) {
   if (!result.defined() || !is_floating(result.dtype()) || !GradMode::is_enabled()) return;
   auto node = std::make_shared<NotImplementedBackward>();
   node->op = op;
+  for (const Tensor* t : inputs) node->add_input(*t);  // so a pruned backward still reaches it
   set_history(result, node);
 }
 

@@ -1,6 +1,8 @@
 """Reverse-mode automatic differentiation: grad mode switches, the engine's entry
 points, custom Functions (autograd.function) and the graph's hooks (autograd.graph)."""
 import functools
+import warnings
+from collections.abc import Mapping
 
 from .. import _C
 from . import function, graph  # noqa: F401
@@ -76,30 +78,132 @@ class set_grad_enabled(_GradModeContext):
         return wrapper
 
 
-def _as_list(x):
-    if x is None:
-        return []
-    if isinstance(x, (list, tuple)):
-        return list(x)
-    return [x]
+def _tensor_tuple(tensors):
+    """A tensor, or a sequence of them, as a tuple (PyTorch's convention)."""
+    if isinstance(tensors, _C.TensorBase):
+        return (tensors,)
+    return tuple(tensors)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulates gradients of `tensors` into the leaves' `.grad`."""
-    tensors = _as_list(tensors)
-    grads = _as_list(grad_tensors) or [None] * len(tensors)
+def _inputs_tuple(inputs, fn):
+    """`inputs` of backward()/grad(): a tensor, a sequence, or a dict of them (its values)."""
+    if isinstance(inputs, _C.TensorBase):
+        return (inputs,)
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `{fn}()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
+    return tuple(inputs)
+
+
+def _make_grads(outputs, grads):
+    """The gradient each output starts from, checked against the output: a tensor of its shape,
+    or None (ones for a scalar output that requires grad, which the engine makes)."""
+    new_grads = []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(grad, _C.TensorBase):
+            if tuple(grad.shape) != tuple(out.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and "
+                                   f"output[{i}] has a shape of {out.shape}.")
+            new_grads.append(grad)
+        elif grad is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                       f"but got {out.dtype}")
+            new_grads.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
+    return new_grads
+
+
+_warned_create_graph = False
+
+
+def _warn_create_graph_cycle():
+    """PyTorch warns once per process: backward(create_graph=True) stores .grad with a history
+    that holds the parameter, a reference cycle."""
+    global _warned_create_graph
+    if not _warned_create_graph:
+        _warned_create_graph = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the "
+                      "parameter and its gradient which can cause a memory leak. We recommend using "
+                      "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+                      "make sure to reset the .grad fields of your parameters to None after use to break the "
+                      "cycle and avoid the leak.", UserWarning, stacklevel=3)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Accumulates the gradients of `tensors` into the leaves' `.grad` (with `inputs`, only into
+    those tensors' `.grad`, a non-leaf's included, running only the graph that leads to them)."""
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
+    inputs_tuple = () if inputs is None else _inputs_tuple(inputs, "backward")
+    if inputs is not None and not inputs_tuple:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    tensors = _tensor_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    grads = _make_grads(tensors, _tensor_tuple(grad_tensors))
     if retain_graph is None:
         retain_graph = create_graph
-    _C._backward(tensors, grads, retain_graph, create_graph)
+    if create_graph and not inputs_tuple:
+        _warn_create_graph_cycle()
+    _C._backward(tensors, grads, retain_graph, create_graph, _retaining(tensors, inputs_tuple))
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
-    """The gradients of `outputs` with respect to `inputs`, without touching `.grad`."""
-    outputs, inputs = _as_list(outputs), _as_list(inputs)
-    grad_outputs = _as_list(grad_outputs) or [None] * len(outputs)
+def _retaining(roots, inputs):
+    """backward(inputs=): after the roots pass their check (as in PyTorch's engine), a non-leaf
+    input keeps its gradient in .grad, through retain_grad (which refuses tensors without grad)."""
+    if inputs:
+        for i, t in enumerate(roots):
+            if not t.requires_grad:
+                raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        for t in inputs:
+            t.retain_grad()
+    return inputs
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, returned (`.grad` is left alone);
+    only the graph leading to `inputs` runs."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _tensor_tuple(outputs)
+    inputs_tuple = _inputs_tuple(inputs, "grad")
+    if not inputs_tuple:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use ember.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported (it needs vmap); "
+                                  "call grad once per grad_outputs instead")
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    grads = _make_grads(outputs, _tensor_tuple(grad_outputs))
     if retain_graph is None:
         retain_graph = create_graph
-    return tuple(_C._grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused))
+    result = _C._grad(outputs, grads, inputs_tuple, retain_graph, create_graph, allow_unused)
+    if materialize_grads:
+        from .._creation import zeros_like
+        result = [r if r is not None else zeros_like(inp, requires_grad=create_graph)
+                  for r, inp in zip(result, inputs_tuple)]
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), result))
+    return tuple(result)
 
 
 class _VariableMeta(type):
@@ -118,3 +222,7 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             leaf.requires_grad_(True)
         return leaf
+
+
+from . import functional  # noqa: E402  (built on grad above)
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)

@@ -1,0 +1,239 @@
+"""Higher-order gradients: every differentiable op in ops.yaml has a float64 gradgradcheck (the
+op harness runs those with a `test:` entry, tests/test_ops.py; this file the ops the harness
+skips, and points the harness's samples avoid), Hessian-vector products against an explicit
+Hessian, a WGAN-GP gradient penalty (double backward) and a third derivative."""
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import grad, gradcheck, gradgradcheck
+from harness.collect import collect
+from harness.lint import lint
+from harness.spec import differentiable, load_spec
+
+try:
+    import torch
+except ImportError:                      # the comparisons with PyTorch skip without it
+    torch = None
+
+SPEC = load_spec()
+F64 = ember.float64
+
+
+def t64(values, requires_grad=True):
+    return ember.tensor(values, dtype=F64, requires_grad=requires_grad)
+
+
+def _philox(a):
+    noise = ember._C._philox_fill_(a * 1, "uniform", 7, 0)   # a fixed draw: its gradient is zero
+    return a * noise
+
+
+def _index_put(a, v, accumulate):
+    return (a * 1).index_put_((ember.tensor([2, 0, 2]) if accumulate else ember.tensor([2, 0]),), v,
+                              accumulate=accumulate) * a
+
+
+def _to_dtype_round_trip(a):
+    return a.to(ember.float64) ** 2
+
+
+# Differentiable ops the harness does not gradgradcheck: op -> [(function, inputs, gradcheck options)].
+# Points sit away from the kinks of the rounding ops, where their derivatives exist.
+NOT_IN_HARNESS = {
+    "index": [(lambda a: a[ember.tensor([2, 0, 2])] ** 2, lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]),), {}),
+              (lambda a: a[ember.tensor([0, 1]), ember.tensor([1, 1])] * a[0, 0],
+               lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "index_put_": [(lambda a, v: _index_put(a, v, True), lambda: (t64([1.0, -2.0, 0.5]), t64([2.0, 3.0, -1.0])), {}),
+                   (lambda a, v: _index_put(a, v, False), lambda: (t64([1.0, -2.0, 0.5]), t64([2.0, 3.0])), {})],
+    "copy_": [(lambda a, b: (a * a).copy_(b * b) * a, lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([1.5, -0.5])), {})],
+    "fill_": [(lambda a: (a * a).fill_(2.5) * a + a * a, lambda: (t64([1.0, -2.0, 0.5]),), {})],
+    "zero_": [(lambda a: (a * a).zero_() + a ** 3, lambda: (t64([1.0, -2.0, 0.5]),), {})],
+    "to.dtype": [(_to_dtype_round_trip, lambda: (ember.tensor([0.75, -1.5], requires_grad=True),),
+                  {"eps": 2.0 ** -10, "atol": 1e-3}),
+                 (lambda a: a.to(F64, copy=True) ** 3, lambda: (t64([0.75, -1.5]),), {})],
+    "to.device": [(lambda a: a.to("cpu", copy=True) ** 3, lambda: (t64([0.75, -1.5]),), {})],
+    "to.other": [(lambda a, b: a.to(b, copy=True) * b, lambda: (t64([0.75, -1.5]), t64([2.0, 0.5])), {})],
+    "pow.Scalar": [(lambda a: ember.pow(2.5, a * a), lambda: (t64([0.75, -1.5]),), {})],
+    "_philox_fill_": [(_philox, lambda: (t64([0.75, -1.5, 2.0]),), {})],
+    "_div_floor": [(lambda a, b: ember.div(a * a, b, rounding_mode="floor") * a,
+                    lambda: (t64([1.3, -2.6]), t64([0.7, 1.9])), {})],
+    "_div_trunc": [(lambda a, b: ember.div(a * a, b, rounding_mode="trunc") * a,
+                    lambda: (t64([1.3, -2.6]), t64([0.7, 1.9])), {})],
+    "remainder": [(lambda a, b: ember.remainder(a * a, b) * b, lambda: (t64([1.3, -2.6]), t64([0.7, 1.9])), {})],
+}
+EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
+
+
+def test_every_differentiable_op_has_a_gradgradcheck():
+    """An op differentiable per the spec is gradgradchecked by the harness or here, or its
+    `test: no_gradgrad:` says why it has no second derivative (none does today)."""
+    in_harness = {c.op.full_name for c in collect(SPEC).gradgrad}
+    excused = {op.full_name for op in SPEC.ops if "no_gradgrad" in op.test}
+    wanted = {op.full_name for op in SPEC.ops if differentiable(op) and op.full_name != "floor_divide"}
+    missing = wanted - in_harness - set(NOT_IN_HARNESS) - excused
+    assert not missing, f"no gradgradcheck for {sorted(missing)}"
+    assert not set(NOT_IN_HARNESS) & in_harness, "listed here though the harness covers it"
+    assert len(excused) <= 2
+
+
+def test_no_gradgrad_takes_an_op_out_of_the_gradgrad_cases_and_needs_a_reason(tmp_path):
+    (tmp_path / "ops.yaml").write_text(
+        "dtype_sets: {floating: [float32, float64]}\nops:\n"
+        "- {func: f(Tensor self) -> Tensor, kind: composite, doc: F., "
+        "test: {samples: unary, ref: a, no_gradgrad: 'its backward is a kernel without a derivative'}}\n"
+        "- {func: g(Tensor self) -> Tensor, kind: composite, doc: G., test: {samples: unary, ref: a, no_gradgrad: ''}}\n"
+        "- {func: h(Tensor self) -> Tensor, kind: composite, doc: H., test: {samples: unary, ref: a}}\n")
+    (tmp_path / "derivatives.yaml").write_text("[]\n")
+    spec = load_spec(str(tmp_path / "ops.yaml"), str(tmp_path / "derivatives.yaml"))
+    assert [p.split(": ", 2)[1:] for p in lint(spec)] == [
+        ["g", "no_gradgrad: needs the reason the op has no second derivative"]]
+    cases = collect(spec)
+    assert {c.op.name for c in cases.grad} == {"f", "g", "h"} and {c.op.name for c in cases.gradgrad} == {"h"}
+
+
+# The float32 input of the to.dtype case is the point of it: its finite differences are exact
+# for the quadratic, with eps a power of two.
+@pytest.mark.filterwarnings("ignore:Input #0 requires gradient and is not a double precision:UserWarning")
+@pytest.mark.parametrize("name,i,fn,make_inputs,options", EXPLICIT, ids=[f"{c[0]}-{c[1]}" for c in EXPLICIT])
+def test_gradcheck_and_gradgradcheck_of_ops_outside_the_harness(name, i, fn, make_inputs, options):
+    inputs = make_inputs()
+    assert gradcheck(fn, inputs, **options)
+    assert gradgradcheck(fn, inputs, **options)
+
+
+def test_floor_divide_backward_raises_at_every_order():
+    """floor_divide has no derivative in PyTorch (backward raises), so none of higher order."""
+    x = t64([1.5, -2.5])
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        grad(ember.floor_divide(x, 2).sum(), x, create_graph=True)
+
+
+@pytest.mark.parametrize("values,dim", [([2.0, 0.0, 3.0, -1.5], None), ([0.0, 0.0, 3.0, 2.0], 0),
+                                        ([[2.0, 0.0, 1.5], [3.0, 1.0, 0.5], [0.0, 0.0, 2.0]], 1),
+                                        ([[2.0, 0.0], [3.0, -1.0]], 0)])
+def test_prod_second_derivative_with_zeros(values, dim):
+    """The product of the others, at one zero and at two: the harness samples avoid zeros."""
+    def prod(a):
+        return a.prod() if dim is None else a.prod(dim)
+    x = t64(values)
+    assert gradcheck(prod, (x,)) and gradgradcheck(prod, (x,))
+    assert gradgradcheck(lambda a: prod(a) * 1.5, (x,), fast_mode=True)
+
+
+def _hessian_by_double_backward(f, x):
+    """H[i, j] = d^2 f / dx_i dx_j, one row per backward of the gradient's i-th element."""
+    (g,) = grad(f(x), x, create_graph=True)
+    rows = [grad(g[i], x, retain_graph=True)[0] for i in range(x.numel())]
+    return np.array([r.tolist() for r in rows])
+
+
+def _tanh_mlp_loss(x):
+    w = ember.tensor([[0.5, -1.0, 0.25], [1.5, 0.5, -0.75]], dtype=F64)
+    h = ember.tanh(ember.matmul(w, x))
+    return (h * h).sum() + (x ** 3).sum() * 0.1 + ember.exp(x).prod()
+
+
+def test_hessian_vector_product_matches_the_explicit_hessian():
+    x = t64([0.3, -0.7, 1.1])
+    v = ember.tensor([1.0, -2.0, 0.5], dtype=F64)
+    (g,) = grad(_tanh_mlp_loss(x), x, create_graph=True)
+    (hv,) = grad(g, x, grad_outputs=v)
+    hessian = _hessian_by_double_backward(_tanh_mlp_loss, x)
+    np.testing.assert_allclose(hv.tolist(), hessian @ np.array(v.tolist()), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)
+    # ... and the Hessian against central differences of the gradient.
+    base, eps, numeric = np.array(x.tolist()), 1e-6, np.zeros((3, 3))
+    for j in range(3):
+        step = np.eye(3)[j] * eps
+        numeric[:, j] = (_gradient_at(base + step) - _gradient_at(base - step)) / (2 * eps)
+    np.testing.assert_allclose(hessian, numeric, rtol=1e-6, atol=1e-6)
+
+
+def _gradient_at(values):
+    x = t64(values.tolist())
+    return np.array(grad(_tanh_mlp_loss(x), x)[0].tolist())
+
+
+# ---------------------------------------------------------------- WGAN-GP
+
+def _gradient_penalty(lib, real, fake, alpha, weights):
+    """WGAN-GP's penalty on a two-layer critic: ((|d critic / d x|_2 - 1)^2).mean() at points
+    between real and fake samples, built with create_graph so the critic's weights get its gradient."""
+    w1, b1, w2 = weights
+    x = (alpha * real + (1 - alpha) * fake).detach().requires_grad_(True)
+    critic = lib.matmul(lib.tanh(lib.matmul(x, w1) + b1), w2)
+    (g,) = lib.autograd.grad(critic, x, grad_outputs=lib.ones_like(critic), create_graph=True)
+    return ((g.norm(2, dim=1) - 1) ** 2).mean()
+
+
+def _wgan_data(lib):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in [(5, 3), (5, 3), (5, 1), (3, 4), (4,), (4, 1)]]
+    real, fake, alpha = (lib.tensor(a, dtype=lib.float64) for a in arrays[:3])
+    weights = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in arrays[3:]]
+    return real, fake, alpha, weights
+
+
+def _wgan_step(lib):
+    real, fake, alpha, weights = _wgan_data(lib)
+    penalty = _gradient_penalty(lib, real, fake, alpha, weights)
+    penalty.backward()
+    return penalty.item(), [np.array(w.grad.tolist()) for w in weights]
+
+
+def test_wgan_gp_gradient_penalty_against_finite_differences():
+    penalty, grads = _wgan_step(ember)
+    real, fake, alpha, weights = _wgan_data(ember)
+    eps = 1e-6
+    for w, g in zip(weights, grads):
+        numeric = np.zeros(g.shape)
+        for idx in np.ndindex(g.shape):
+            values = []
+            for sign in (1, -1):
+                with ember.no_grad():
+                    w[idx] += sign * eps
+                values.append(float(_gradient_penalty(ember, real, fake, alpha, weights)))
+                with ember.no_grad():
+                    w[idx] -= sign * eps
+            numeric[idx] = (values[0] - values[1]) / (2 * eps)
+        np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-8)
+    assert penalty > 0
+
+
+@pytest.mark.skipif(torch is None, reason="compares with PyTorch")
+def test_wgan_gp_gradient_penalty_matches_torch():
+    penalty, grads = _wgan_step(ember)
+    want_penalty, want_grads = _wgan_step(torch)
+    assert penalty == pytest.approx(want_penalty, rel=1e-12)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_wgan_gp_penalty_passes_gradcheck():
+    real, fake, alpha, weights = _wgan_data(ember)
+    assert gradcheck(lambda w1, b1, w2: _gradient_penalty(ember, real, fake, alpha, (w1, b1, w2)), tuple(weights))
+
+
+# ---------------------------------------------------------------- third order
+
+def test_third_derivative_of_a_scalar_function():
+    """f = sin(x) * x^2 + exp(2x): f''' = -cos x x^2 - 6 sin x x + 6 cos x + 8 exp(2x)."""
+    x0 = 0.7
+    x = t64(x0)
+    y = ember.sin(x) * x ** 2 + ember.exp(2 * x)
+    (d1,) = grad(y, x, create_graph=True)
+    (d2,) = grad(d1, x, create_graph=True)
+    (d3,) = grad(d2, x)
+    c, s, e = np.cos(x0), np.sin(x0), np.exp(2 * x0)
+    assert d1.item() == pytest.approx(c * x0 ** 2 + 2 * s * x0 + 2 * e, rel=1e-13)
+    assert d2.item() == pytest.approx(-s * x0 ** 2 + 4 * c * x0 + 2 * s + 4 * e, rel=1e-13)
+    assert d3.item() == pytest.approx(-c * x0 ** 2 - 6 * s * x0 + 6 * c + 8 * e, rel=1e-13)
+
+
+def test_third_order_through_softmax_and_norm():
+    """gradgradcheck of a function that is itself a gradient: third derivatives."""
+    def first_derivative(a):
+        loss = (ember.softmax(a, 0) * ember.tensor([1.0, 2.0, -1.0], dtype=F64)).sum() + a.norm() ** 3
+        return grad(loss, a, create_graph=True)[0]
+    assert gradgradcheck(first_derivative, (t64([0.3, -0.5, 1.2]),))
