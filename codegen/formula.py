@@ -10,6 +10,7 @@ from .signature import Type, parse_signature
 # C++ helpers for formulas (aten/src/autograd/helpers.cpp), in signature grammar.
 HELPERS = {s.name: s for s in map(parse_signature, [
     "zeros_like(Tensor self) -> Tensor",
+    "ones_like(Tensor self) -> Tensor",
     "rounded_div_backward(Tensor grad, Tensor saved) -> Tensor",
     "sum_to(Tensor grad, int[] shape) -> Tensor",
     "expand_reduced(Tensor grad, int[] shape, int[1]? dim, bool keepdim) -> Tensor",

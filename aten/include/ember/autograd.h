@@ -38,6 +38,8 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual void release_saved() {}
   // SavedVariable::forget_if_modified on every saved tensor.
   virtual void forget_modified_saved() {}
+  // Forward AD: the tangent of output `output_nr`, kept with a saved copy of that output.
+  virtual void attach_output_tangent(uint32_t output_nr, const Tensor& tangent) { (void)output_nr, (void)tangent; }
   bool should_compute(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
@@ -52,6 +54,11 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   Ref<TensorImpl> view_base;  // set for views of tensors in a graph
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
+  // Forward AD (ember/forward_ad.h): the tangent at the current dual level. A view with
+  // fw_view false (unpack_dual's primal) never takes its base's tangent.
+  Tensor fw_grad;
+  bool fw_view = true;
+  ~AutogradMeta();  // forgets fw_grad (aten/src/autograd/forward_ad.cpp)
 };
 
 // Accumulates into a leaf's .grad.
@@ -76,6 +83,8 @@ class SavedVariable {
   // keep what the error names and drop the tensor, which may hold this node
   // through its own history (`y.mul_(y)`), a cycle nothing would free.
   void forget_if_modified();
+  // Forward AD: a saved output keeps its tangent, which unpack gives back.
+  void attach_tangent(const Tensor& tangent);
 
  private:
   struct Modified {

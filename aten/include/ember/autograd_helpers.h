@@ -13,6 +13,7 @@ struct Node;
 namespace ember::autograd {
 
 Tensor zeros_like(const Tensor& self);
+Tensor ones_like(const Tensor& self);
 // div with rounding_mode (PyTorch's DivBackward2): zero, but the formula names the other operand
 // so the node saves it, and an in-place write to it before backward raises, as in PyTorch.
 Tensor rounded_div_backward(const Tensor& grad, const Tensor& saved);

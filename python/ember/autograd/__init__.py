@@ -115,3 +115,6 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             leaf.requires_grad_(True)
         return leaf
+
+
+from . import forward_ad  # noqa: E402,F401  (ember.autograd.forward_ad, as in PyTorch)
