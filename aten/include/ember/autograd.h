@@ -45,20 +45,26 @@ struct Node : std::enable_shared_from_this<Node> {
   void add_input(const Tensor& t);
 };
 
+struct AutogradMeta;
+namespace forward_ad {
+void forget_holder(AutogradMeta* meta);  // forward_ad.cpp: a tensor with a tangent is going away
+}
+
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
+  bool fw_view_blocked = false;  // forward AD: a view never taking its base's tangent (unpack_dual's primal)
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
   uint32_t output_nr = 0;
   Ref<TensorImpl> view_base;  // set for views of tensors in a graph
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
-  // Forward AD (ember/forward_ad.h): the tangent at the current dual level. A view with
-  // fw_view false (unpack_dual's primal) never takes its base's tangent.
-  Tensor fw_grad;
-  bool fw_view = true;
-  ~AutogradMeta();  // forgets fw_grad (aten/src/autograd/forward_ad.cpp)
+  Tensor fw_grad;  // forward AD (ember/forward_ad.h): the tangent at the current dual level
+  AutogradMeta() {}  // the member initializers, without zeroing the whole object first
+  ~AutogradMeta() {
+    if (fw_grad.defined()) [[unlikely]] forward_ad::forget_holder(this);
+  }
 };
 
 // Accumulates into a leaf's .grad.

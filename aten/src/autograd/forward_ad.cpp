@@ -26,6 +26,11 @@ std::unordered_set<AutogradMeta*> g_holders;
 int64_t g_level = -1;
 thread_local bool t_paused = false;
 
+const Tensor& held(const AutogradMeta* meta) {
+  static const Tensor none;
+  return meta ? meta->fw_grad : none;
+}
+
 // Stores `value` as `meta`'s tangent; returns the previous one, to be released by the caller.
 Tensor swap_tangent(AutogradMeta& meta, Tensor value) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -78,13 +83,12 @@ void attach_to_node(const Tensor& output, const Tensor& tangent, uint64_t first_
 
 }  // namespace
 
-AutogradMeta::~AutogradMeta() {
-  if (!fw_grad.defined()) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_holders.erase(this)) forward_ad::live_tangents.fetch_sub(1, std::memory_order_relaxed);
-}
-
 namespace forward_ad {
+
+void forget_holder(AutogradMeta* meta) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_holders.erase(meta)) live_tangents.fetch_sub(1, std::memory_order_relaxed);
+}
 
 int64_t enter_level() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -135,11 +139,11 @@ Tensor tangent(const Tensor& t) {
   AutogradMeta* meta = t.impl()->autograd.get();
   if (!meta) return Tensor();
   if (meta->fw_grad.defined()) return meta->fw_grad;
-  if (!meta->view_base || !meta->fw_view) return Tensor();
-  AutogradMeta* base = meta->view_base->autograd.get();
-  if (!base || !base->fw_grad.defined()) return Tensor();
+  if (!meta->view_base || meta->fw_view_blocked) return Tensor();
+  const Tensor& base_tangent = held(meta->view_base->autograd.get());
+  if (!base_tangent.defined()) return Tensor();
   // The base got its tangent (in place) after this view was made: take the same view of it.
-  Tensor view = make_view(base->fw_grad, t.sizes(), t.strides(), t.offset());
+  Tensor view = make_view(base_tangent, t.sizes(), t.strides(), t.offset());
   swap_tangent(*meta, view);
   return view;
 }
@@ -175,7 +179,7 @@ void update_tangent(const Tensor& self, const Tensor& value, uint64_t first_node
   if (!is_floating(self.dtype())) return;  // an integral tensor written from a dual has no tangent
   Tensor current = tangent(self);
   AutogradMeta* meta = self.impl()->autograd.get();
-  if (!current.defined() && meta && meta->view_base && meta->fw_view && is_floating(meta->view_base->dtype)) {
+  if (!current.defined() && meta && meta->view_base && !meta->fw_view_blocked && is_floating(meta->view_base->dtype)) {
     // A view: its tangent is a view of a (new, zero) tangent of its base, so the base sees the write.
     Tensor base(meta->view_base);
     Tensor base_tangent = zeros_with_layout(base);
@@ -255,13 +259,12 @@ std::pair<Tensor, Tensor> unpack_dual(const Tensor& t, int64_t level) {
     Pause pause;
     primal = ember::view(t, t.sizes());
   }
-  primal.impl()->autograd_meta().fw_view = false;  // never takes t's tangent
+  primal.impl()->autograd_meta().fw_view_blocked = true;  // never takes t's tangent
   return {primal, tan};
 }
 
 Tensor own_tangent(const Tensor& t) {
-  AutogradMeta* meta = t.defined() ? t.impl()->autograd.get() : nullptr;
-  return meta ? meta->fw_grad : Tensor();
+  return held(t.defined() ? t.impl()->autograd.get() : nullptr);
 }
 
 void set_own_tangent(const Tensor& t, const Tensor& value) { swap_tangent(t.impl()->autograd_meta(), value); }
