@@ -13,6 +13,7 @@ HELPERS = {s.name: s for s in map(parse_signature, [
     "ones_like(Tensor self) -> Tensor",
     "rounded_div_backward(Tensor grad, Tensor saved) -> Tensor",
     "sum_to(Tensor grad, int[] shape) -> Tensor",
+    "sum_over(Tensor self, int[1]? dim, bool keepdim) -> Tensor",
     "expand_reduced(Tensor grad, int[] shape, int[1]? dim, bool keepdim) -> Tensor",
     "prod_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
     "select_extreme_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",

@@ -28,7 +28,7 @@ LINEAR_IN = {
     "unsqueeze": _ALONE, "squeeze": _ALONE, "expand": _ALONE, "flatten": _ALONE, "select": _ALONE,
     "slice": _ALONE, "narrow": _ALONE,
     # helpers (formula.HELPERS)
-    "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "expand_reduced": [("grad",)],
+    "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],
     "vector_norm_backward": [("grad",)], "select_backward": [("grad",)], "slice_backward": [("grad",)],
     "index_backward": [("grad",)], "index_put": [("self", "values")], "index_values_backward": [("grad",)],
