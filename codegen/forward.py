@@ -112,8 +112,11 @@ class Linearity:
             if set(linear) <= set(group) and all(bound[p][0].cls == ZERO for p in group if p in bound and p not in linear):
                 elementwise = all(bound[p][0].elementwise for p in linear) and self._elementwise(name)
                 return Kind(LINEAR, elementwise)
-        return Kind(NONLINEAR, why=f"{name}() is not linear in {' and '.join(linear)} together"
-                    if len(linear) > 1 or name in LINEAR_IN else f"{name}() is not linear in {linear[0]}")
+        if len(linear) > 1:
+            return Kind(NONLINEAR, why=f"{name}() is not linear in {' and '.join(linear)} together")
+        partners = [q for g in LINEAR_IN.get(name, []) if linear[0] in g for q in g if q != linear[0] and q in bound]
+        unless = f" unless {' and '.join(partners)} is zero" if partners else ""
+        return Kind(NONLINEAR, why=f"{name}() is not linear in {linear[0]}{unless}")
 
     def _elementwise(self, name):
         return name in ELEMENTWISE_HELPERS or any(op.kind == "pointwise" for op in self.model.overloads(name))

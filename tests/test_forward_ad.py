@@ -15,6 +15,7 @@ from ember.autograd import forward_ad as fwAD
 from harness.collect import collect, rng_for
 from harness.forward_ad import EPS, jvp_check
 from harness.spec import differentiable, load_spec
+from test_codegen_errors import GOOD_OP
 
 try:
     import torch
@@ -383,3 +384,76 @@ def test_composites_with_their_own_nodes_pass_tangents():
                lambda a: ember.cat([a, a * 2], 1), lambda a: ember.stack([a, a]), lambda a: a.clone(),
                lambda a: a.to(F64, copy=True), lambda a: a @ a.t(), lambda a: a.reshape(-1)[::3]):
         check_against_finite_differences(fn, [x], [v])
+
+
+# ---------------------------------------------------------------- the generator (codegen/forward.py)
+
+def spec_error(tmp_path, ops_body, derivs):
+    """The SpecError's message for a spec, or the loaded model when it has none."""
+    from codegen.errors import SpecError
+    from test_codegen_errors import load  # also puts the repository on sys.path
+    try:
+        return load(tmp_path, ops_body, derivs)
+    except SpecError as e:
+        return str(e)
+
+
+POINTWISE = GOOD_OP + """\
+- func: add(Tensor self, Tensor other) -> Tensor
+  kind: pointwise
+  promote: common
+  dtypes: all
+  scalar: self + other
+  doc: Adds.
+- func: exp(Tensor self) -> Tensor
+  kind: pointwise
+  promote: float
+  dtypes: all
+  scalar: exp(self)
+  doc: Exponential.
+- func: sum(Tensor self) -> Tensor
+  kind: kernel
+  kernels: {cpu: sum_cpu}
+  dtypes: all
+  doc: Sums.
+"""
+
+
+@pytest.mark.parametrize("formula, why", [
+    ("grad * grad", "the formula for 'self' is not linear in grad (mul() is not linear in self and other together)"),
+    ("grad + 1", "the formula for 'self' is not linear in grad (add() is not linear in self unless other is zero)"),
+    ("grad.exp()", "the formula for 'self' is not linear in grad (exp() is not linear in self)"),
+    ("2 * other", "the formula for 'self' is not linear in grad (it does not depend on grad)"),
+    ("grad.sum() * other", "the formula for 'self' does not act on grad element by element"),
+])
+def test_generator_refuses_to_derive_from_nonlinear_formulas(tmp_path, formula, why):
+    msg = spec_error(tmp_path, POINTWISE, f"- op: mul\n  self: {formula}\n  other: grad * self\n")
+    assert msg == f"derivatives.yaml:1: mul: no forward derivative: {why}; declare `forward:` (the output's " \
+                  "tangent) or `no_forward:` (why not)"
+
+
+def test_generator_checks_declared_forward_formulas(tmp_path):
+    ok = "- op: sum\n  self: grad * ones_like(self)\n"
+    assert spec_error(tmp_path, POINTWISE, ok).startswith("derivatives.yaml:1: sum: no forward derivative: sum is "
+                                                          "kernel: only pointwise ops derive it")
+    assert not isinstance(spec_error(tmp_path, POINTWISE, ok + "  forward: self_t.sum()\n"), str)
+    assert spec_error(tmp_path, POINTWISE, ok + "  forward: (self_t * self_t).sum()\n") == (
+        "derivatives.yaml:3: sum.forward: not linear in the tangents (mul() is not linear in self and other "
+        "together): (self_t * self_t).sum()")
+    assert spec_error(tmp_path, POINTWISE, ok + "  forward: self_t.sum() + 1\n").startswith(
+        "derivatives.yaml:3: sum.forward: not linear in the tangents")
+    assert spec_error(tmp_path, POINTWISE, ok + "  forward: self_t.sum()\n  no_forward: no\n") == \
+        "derivatives.yaml:4: sum: give `forward:` or `no_forward:`, not both"
+    assert spec_error(tmp_path, POINTWISE, ok + "  no_forward:\n") == \
+        "derivatives.yaml:3: sum: no_forward is the reason (non-empty)"
+    model = spec_error(tmp_path, POINTWISE, ok + "  no_forward: a reason\n")
+    assert model.by_full_name("sum").derivative.no_forward == "a reason"
+
+
+def test_generator_derives_one_guarded_term_per_input(tmp_path):
+    from codegen.forward import forward_plan
+    model = spec_error(tmp_path, POINTWISE, "- op: mul\n  self: grad * other\n  other: grad * self\n")
+    plan = forward_plan(model, model.by_full_name("mul"))
+    assert plan["derived"] and plan["tangents"] == ["self", "other"]
+    assert [t.guard for t in plan["terms"]] == [["self"], ["other"]]
+    assert "forward_ad::expand_like(self_t, result)" in plan["terms"][0].cpp
