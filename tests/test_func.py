@@ -195,6 +195,7 @@ def error_cases(lib, F):
         "jvp output": lambda: F.jvp(lambda a: 2, (x,), (x,)),
         "jvp aux": lambda: F.jvp(lambda a: (a,), (x,), (x,), has_aux=True),
         "jvp size": lambda: F.jvp(lambda a: a, (x,), (x[:2],)),
+        "jvp strict": lambda: F.jvp(lambda a: a.detach() * 2, (x,), (x,), strict=True),
         "vjp output": lambda: F.vjp(lambda a: 2, x),
         "vjp aux": lambda: F.vjp(lambda a: a * 2, x, has_aux=True),
         "vjp shape": lambda: F.vjp(lambda a: a * 2, x)[1](x[:2]),
@@ -221,6 +222,8 @@ def test_errors_without_torch():
         vjp(lambda a: (a, a), x)[1](x)
     with pytest.raises(RuntimeError, match="Expected primals and tangents to have the same python structure"):
         jvp(lambda a: a, (x,), (x, x))
+    out, tangent = jvp(lambda a: a.detach() * 2, (x,), (x,))   # not strict: zeros
+    assert tangent.tolist() == [0.0] * 3
     for case in error_cases(ember, ember.func).values():
         with pytest.raises((RuntimeError, ValueError)):
             case()

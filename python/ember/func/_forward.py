@@ -16,14 +16,18 @@ from ._reverse import jacrev
 _JVP = "jvp(f, primals, tangents)"
 
 
-def _jvp_flat(func, flat_primals, flat_tangents, unflatten, has_aux, api):
-    """(output leaves, their tangents, output spec, aux) of func at duals of the primals."""
+def _jvp_flat(func, flat_primals, flat_tangents, unflatten, has_aux, api, strict=False):
+    """(output leaves, their tangents, output spec, aux) of func at duals of the primals; an
+    output without a tangent gets zeros, or raises when `strict`."""
     with fwAD.dual_level():
         duals = [fwAD.make_dual(p, t) for p, t in zip(flat_primals, flat_tangents)]
         out, aux = split_aux(func(*unflatten(duals)), has_aux, api)
         flat_out, out_spec = tree_flatten(out)
         check_outputs(flat_out, api)
         pairs = [fwAD.unpack_dual(o) for o in flat_out]
+        if strict and any(t is None for _, t in pairs):
+            raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. "
+                               "This is not allowed with strict=True.")
         primals = [p for p, _ in pairs]
         tangents = [ember.zeros_like(p) if t is None else t for p, t in pairs]
         if has_aux:
@@ -34,8 +38,8 @@ def _jvp_flat(func, flat_primals, flat_tangents, unflatten, has_aux, api):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """(func(*primals), the Jacobian-vector product along `tangents`[, aux]), as torch.func.jvp.
-    `strict` is accepted as PyTorch's (which does not act on it either)."""
+    """(func(*primals), the Jacobian-vector product along `tangents`[, aux]), as torch.func.jvp;
+    with `strict`, an output independent of the inputs raises instead of getting zeros."""
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).")
     flat_p, p_spec = tree_flatten(primals)
@@ -48,7 +52,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         for x in leaves:
             if not isinstance(x, ember.Tensor):
                 raise RuntimeError(f"{_JVP}: Expected {what} to only contain Tensors, got {type(x)}")
-    outs, tans, out_spec, aux = _jvp_flat(func, flat_p, flat_t, lambda d: tree_unflatten(d, p_spec), has_aux, _JVP)
+    outs, tans, out_spec, aux = _jvp_flat(func, flat_p, flat_t, lambda d: tree_unflatten(d, p_spec), has_aux, _JVP,
+                                          strict)
     result = (tree_unflatten(outs, out_spec), tree_unflatten(tans, out_spec))
     return result + (aux,) if has_aux else result
 
