@@ -227,3 +227,12 @@ def test_errors_without_torch():
     for case in error_cases(ember, ember.func).values():
         with pytest.raises((RuntimeError, ValueError)):
             case()
+
+
+def test_jacobians_of_strided_and_empty_inputs():
+    x = rand(2, 3).t()                                   # not contiguous
+    expected = numeric_jacobian(lambda a: a.sin() * a.sum(), x)
+    close(jacfwd(lambda a: a.sin() * a.sum())(x).numpy(), expected)
+    close(jacrev(lambda a: a.sin() * a.sum())(x).numpy(), expected)
+    empty = ember.zeros(0, dtype=F64)
+    assert tuple(jacfwd(lambda a: a * 2)(empty).shape) == (0, 0) == tuple(jacrev(lambda a: a * 2)(empty).shape)
