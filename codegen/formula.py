@@ -10,8 +10,10 @@ from .signature import Type, parse_signature
 # C++ helpers for formulas (aten/src/autograd/helpers.cpp), in signature grammar.
 HELPERS = {s.name: s for s in map(parse_signature, [
     "zeros_like(Tensor self) -> Tensor",
+    "ones_like(Tensor self) -> Tensor",
     "rounded_div_backward(Tensor grad, Tensor saved) -> Tensor",
     "sum_to(Tensor grad, int[] shape) -> Tensor",
+    "sum_over(Tensor self, int[1]? dim, bool keepdim) -> Tensor",
     "expand_reduced(Tensor grad, int[] shape, int[1]? dim, bool keepdim) -> Tensor",
     "prod_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",
     "select_extreme_backward(Tensor grad, Tensor self, Tensor result, int[1]? dim, bool keepdim) -> Tensor",

@@ -9,6 +9,7 @@ import jinja2
 from . import expr
 from .cpp import args_list, literal, param_type, params_decl, return_type, value_type
 from .formula import emit_formulas
+from .forward import forward_plan
 from .python import docs_text, param_spec, pyi_files, python_groups
 
 DTYPE_ENUM = {"bool": "Bool", "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "int32": "Int32",
@@ -118,6 +119,9 @@ class OpGen:
         self.dtypes = dtype_array(op.dtypes)
         self.num_dtypes = len(op.dtypes)
         self.node = self._node() if op.derivative else None
+        # Forward AD: the dual path of the op and of its derived in-place form ("absent" when no_forward:).
+        self.fw = self._forward(False) if op.derivative else None
+        self.fw_inplace = self._forward(True) if op.derivative and self.has_inplace and op.kind == "pointwise" else None
         self.device_expr = self._device_expr()
 
     def traced_entry(self, variant):
@@ -190,6 +194,23 @@ class OpGen:
         return "Device()"
 
     # ------------------------------------------------------------ autograd
+    def _forward(self, inplace):
+        plan = forward_plan(self.model, self.op, inplace=inplace or self.op.is_inplace)
+        if plan is None:
+            return {"absent": True}
+        returns = [r.name for r in self.op.sig.returns]
+        guard = lambda t: " || ".join(f"has_{g}_t" for g in t.guard) or "true"  # noqa: E731
+        plan.update({
+            "absent": False,
+            "self_guard": " || ".join(guard(t) for t in plan["terms"] if t.reads_self),
+            "inplace": inplace or self.op.is_inplace,
+            "returns": returns,
+            "may_alias": self.op.kind == "view",
+            "tangent_ptrs": ", ".join(f"&{t}_t" for t in plan["tangents"]),
+            "terms": [{"cpp": t.cpp, "zeros": t.zeros, "guard": guard(t)} for t in plan["terms"]],
+        })
+        return plan
+
     def _node(self):
         op = self.op
         formulas, used, shapes = emit_formulas(self.model, op)
@@ -201,7 +222,8 @@ class OpGen:
             users = [i for i, d in enumerate(diff) if name in _names_in(op.derivative.formulas[d.name])]
             cond = " || ".join(f"node->should_compute({i})" for i in users) or "true"
             if p is None:
-                saved_outputs.append({"name": name, "cond": cond, "is_output": name == ret_names[0]})
+                saved_outputs.append({"name": name, "cond": cond, "is_output": name == ret_names[0],
+                                      "index": ret_names.index(name)})
             elif p.type.is_tensor:
                 saved_inputs.append({"name": name, "cond": cond})
             else:

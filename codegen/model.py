@@ -32,6 +32,10 @@ class Derivative:
     formulas: dict          # argument name -> ast.Expression
     formula_lines: dict     # argument name -> line
     text: dict              # argument name -> source text
+    forward: object = None  # `forward:` the output's tangent (ast.Expression), or None
+    forward_text: str = ""
+    forward_line: int = 0
+    no_forward: str = ""    # `no_forward:` why the op has no forward derivative (it raises)
 
 
 @dataclass
@@ -335,8 +339,21 @@ def _parse_derivative(entry, model, file):
     node_name = str(entry.get("name", ""))
     if node_name and not re.fullmatch(r"[A-Z]\w*", node_name):
         raise SpecError(file, entry.line_of("name"), f"bad node name {node_name!r}")
+    forward, forward_text, no_forward = None, "", ""
+    if "forward" in entry and "no_forward" in entry:
+        raise SpecError(file, entry.line_of("no_forward"), f"{op.full_name}: give `forward:` or `no_forward:`, not both")
+    if "forward" in entry:
+        forward_text = str(entry["forward"])
+        try:
+            forward = expr.parse(forward_text)
+        except expr.ExprError as e:
+            raise SpecError(file, entry.line_of("forward"), f"{op.full_name}.forward: {e}") from None
+    if "no_forward" in entry:
+        no_forward = str(entry["no_forward"] or "").strip()
+        if not no_forward:
+            raise SpecError(file, entry.line_of("no_forward"), f"{op.full_name}: no_forward is the reason (non-empty)")
     for arg, text in entry.items():
-        if arg in ("op", "name"):
+        if arg in ("op", "name", "forward", "no_forward"):
             continue
         param = op.sig.param(arg)
         if param is None:
@@ -348,7 +365,8 @@ def _parse_derivative(entry, model, file):
         except expr.ExprError as e:
             raise SpecError(file, entry.line_of(arg), f"{op.full_name}.{arg}: {e}") from None
         lines[arg], texts[arg] = entry.line_of(arg), str(text)
-    return Derivative(entry.line, node_name, formulas, lines, texts)
+    return Derivative(entry.line, node_name, formulas, lines, texts, forward, forward_text,
+                      entry.line_of("forward") if forward is not None else entry.line, no_forward)
 
 
 def load_model(ops_path, derivatives_path):
@@ -381,5 +399,7 @@ def load_model(ops_path, derivatives_path):
         op.derivative = d
     # Formulas are checked against the whole model once every op is known.
     from .formula import check_formulas
+    from .forward import check_forward
     check_formulas(model, der_file)
+    check_forward(model, der_file)
     return model

@@ -46,7 +46,7 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type,
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from . import autograd, cuda, backends, linalg, nn, utils  # noqa: E402,F401
+from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
 
 
 def manual_seed(seed):

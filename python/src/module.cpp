@@ -9,6 +9,7 @@
 #include "ember/autograd.h"
 #include "ember/blas.h"
 #include "ember/cuda/api.h"
+#include "ember/forward_ad.h"
 #include "ember/parallel.h"
 #include "ember/register_kernels.h"
 #include "python_autograd.h"
@@ -156,6 +157,12 @@ PYBIND11_MODULE(_C, m) {
     return autograd::grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused, implicit_grads);
   }, py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("create_graph"),
      py::arg("allow_unused"), py::arg("implicit_grads") = true, py::call_guard<py::gil_scoped_release>());
+  // Forward AD (ember.autograd.forward_ad).
+  m.def("_enter_dual_level", &forward_ad::enter_level);
+  m.def("_exit_dual_level", &forward_ad::exit_level, py::arg("level"));
+  m.def("_make_dual", &forward_ad::make_dual, py::arg("tensor"), py::arg("tangent"), py::arg("level"));
+  m.def("_unpack_dual", &forward_ad::unpack_dual, py::arg("tensor"), py::arg("level"));
+  m.def("_live_tangents", []() { return forward_ad::live_tangents.load(); });
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("manual_seed", [](uint64_t seed) { default_generator()->manual_seed(seed); });

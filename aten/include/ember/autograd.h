@@ -40,6 +40,8 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual void release_saved() {}
   // SavedVariable::forget_if_modified on every saved tensor.
   virtual void forget_modified_saved() {}
+  // Forward AD: the tangent of output `output_nr`, kept with a saved copy of that output.
+  virtual void attach_output_tangent(uint32_t output_nr, const Tensor& tangent) { (void)output_nr, (void)tangent; }
   bool should_compute(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
@@ -57,12 +59,18 @@ enum class CreationMeta : uint8_t {
   MultiOutputNode,  // an output of unbind/split/chunk: one node holds them all
 };
 
+struct AutogradMeta;
+namespace forward_ad {
+void forget_holder(AutogradMeta* meta);  // forward_ad.cpp: a tensor with a tangent is going away
+}
+
 // The view fields sit in what was padding: the record keeps its size, so making
 // one (every view has one) costs what it did.
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
   CreationMeta creation_meta = CreationMeta::Default;  // views only: how it was made
+  bool fw_view_blocked = false;  // forward AD: a view never taking its base's tangent (unpack_dual's primal)
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;
@@ -73,6 +81,11 @@ struct AutogradMeta {
   Ref<TensorImpl> view_base;  // views only: the root base (a view of a view points at the root)
   std::shared_ptr<Tensor> retained_grad;  // a non-leaf's .grad after retain_grad()
   LeafHooksPtr leaf_hooks;  // a leaf's Tensor.register_hook and post-accumulate hooks (its accumulator is hooked)
+  Tensor fw_grad;  // forward AD (ember/forward_ad.h): the tangent at the current dual level
+  AutogradMeta() {}  // the member initializers, without zeroing the whole object first
+  ~AutogradMeta() {
+    if (fw_grad.defined()) [[unlikely]] forward_ad::forget_holder(this);
+  }
 };
 
 // Accumulates into a leaf's .grad.
@@ -101,6 +114,8 @@ class SavedVariable {
   // keep what the error names and drop the tensor, which may hold this node
   // through its own history (`y.mul_(y)`), a cycle nothing would free.
   void forget_if_modified();
+  // Forward AD: a saved output keeps its tangent, which unpack gives back.
+  void attach_tangent(const Tensor& tangent);
 
  private:
   // With saved-tensor hooks: the hooks keep the tensor, packed; these keep its history.

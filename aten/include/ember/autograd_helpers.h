@@ -14,11 +14,14 @@ enum class CreationMeta : uint8_t;
 namespace ember::autograd {
 
 Tensor zeros_like(const Tensor& self);
+Tensor ones_like(const Tensor& self);
 // div with rounding_mode (PyTorch's DivBackward2): zero, but the formula names the other operand
 // so the node saves it, and an in-place write to it before backward raises, as in PyTorch.
 Tensor rounded_div_backward(const Tensor& grad, const Tensor& saved);
 // Sums a broadcast gradient down to `shape`.
 Tensor sum_to(const Tensor& grad, const IntList& shape);
+// `self` summed over `dim`, all dims when None or empty (amax's, norm's reading of `dim`).
+Tensor sum_over(const Tensor& self, const std::optional<IntList>& dim, bool keepdim);
 // The gradient of a reduction over `dim`, expanded back to the input `shape`.
 Tensor expand_reduced(const Tensor& grad, const IntList& shape, const std::optional<IntList>& dim, bool keepdim);
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result,

@@ -76,6 +76,12 @@ struct NotImplementedBackward final : Node {
 
 Tensor zeros_like(const Tensor& self) { return zeros_of(self.sizes(), self); }
 
+Tensor sum_over(const Tensor& self, const std::optional<IntList>& dim, bool keepdim) {
+  return ember::sum(self, all_if_empty(dim), keepdim, std::nullopt);
+}
+
+Tensor ones_like(const Tensor& self) { return ember::ones(self.sizes(), self.dtype(), self.device(), false); }
+
 Tensor rounded_div_backward(const Tensor& grad, const Tensor&) { return zeros_like(grad); }
 
 Tensor sum_to(const Tensor& grad, const IntList& shape) {

@@ -8,6 +8,7 @@
 #include "ember/autograd.h"
 #include "ember/iterator.h"
 #include "ember/autograd_helpers.h"
+#include "ember/forward_ad.h"
 #include "ember/ops/add.h"
 #include "ember/ops/clone.h"
 #include "ember/ops/contiguous.h"
@@ -134,7 +135,14 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
   if (!is_output_) return data_;
   Tensor t = detach_copy(data_);
   if (requires_grad_ && owner) autograd::set_history(t, owner, output_nr_);
+  if (forward_ad::maybe_active())
+    if (Tensor tangent = forward_ad::own_tangent(data_); tangent.defined()) forward_ad::set_own_tangent(t, tangent);
   return t;
+}
+
+void SavedVariable::attach_tangent(const Tensor& tangent) {
+  // data_ is this SavedVariable's own alias of the output: a dual level's exit clears it.
+  if (is_output_ && data_.defined()) forward_ad::set_own_tangent(data_, tangent);
 }
 
 namespace autograd {

@@ -5,6 +5,7 @@
 
 #include "ember/autograd.h"
 #include "ember/autograd_helpers.h"
+#include "ember/forward_ad.h"
 #include "ember/ops/_var_std.h"
 #include "ember/ops/amax.h"
 #include "ember/ops/amin.h"
@@ -53,8 +54,10 @@ Tensor var_impl(const Tensor& self, const std::optional<IntList>& dim_in, std::o
   EMBER_CHECK(is_floating(self.dtype()), Runtime, "std and var only support floating point and complex dtypes");
   double c = resolve_correction(unbiased, correction, op);
   std::optional<IntList> dim = all_if_empty(dim_in);
-  // One fused pass, on the devices with a _var_std kernel, when nothing needs the graph of the steps below.
-  if (dispatch::_var_std[(int)self.device().type] && !autograd::any_requires_grad({&self}))
+  // One fused pass, on the devices with a _var_std kernel, when nothing needs the graph (or the
+  // tangents) of the steps below.
+  if (dispatch::_var_std[(int)self.device().type] && !autograd::any_requires_grad({&self}) &&
+      !(forward_ad::maybe_active() && forward_ad::wanted({&self})))
     return ember::_var_std(self, dim, c, keepdim, take_sqrt);
   int64_t n = reduced_count(self, dim, op);
   // On the CPU every floating dtype accumulates in float64, as PyTorch's CPU

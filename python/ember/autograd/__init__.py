@@ -226,3 +226,4 @@ class Variable(metaclass=_VariableMeta):
 
 from . import functional  # noqa: E402  (built on grad above)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)
+from . import forward_ad  # noqa: E402,F401  (ember.autograd.forward_ad, as in PyTorch)
