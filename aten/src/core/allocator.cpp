@@ -4,6 +4,7 @@
 #include "ember/allocator.h"
 
 #include <sys/mman.h>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,7 +24,8 @@ class CachingCpuAllocator final : public Allocator {
     if (nbytes < kLargeBlock) {
       void* p = nullptr;
       if (posix_memalign(&p, kAlignment, nbytes ? nbytes : 1) != 0) oom(nbytes);
-      return {p, nullptr, &free_small};
+      note_allocated(nbytes);
+      return {p, reinterpret_cast<void*>(nbytes), &free_small};
     }
     size_t rounded = (nbytes + 4095) & ~size_t(4095);
     {
@@ -36,6 +38,7 @@ class CachingCpuAllocator final : public Allocator {
         free_.erase(it);
         cached_ -= size;
         allocated_ += size;
+        note_allocated(size);
         return {p, reinterpret_cast<void*>(size), &free_large};
       }
       allocated_ += rounded;
@@ -50,10 +53,12 @@ class CachingCpuAllocator final : public Allocator {
       }
     }
     madvise(p, rounded, MADV_HUGEPAGE);
+    note_allocated(rounded);
     return {p, reinterpret_cast<void*>(rounded), &free_large};
   }
 
   void release(void* p, size_t size) {
+    in_use_.fetch_sub(size, std::memory_order_relaxed);
     std::lock_guard<std::mutex> g(mutex_);
     allocated_ -= size;
     if (cached_ + size > kMaxCached) { std::free(p); return; }
@@ -68,6 +73,11 @@ class CachingCpuAllocator final : public Allocator {
     cached_ = 0;
   }
 
+  CpuMemoryStats memory_stats() const {
+    return {in_use_.load(std::memory_order_relaxed), peak_.load(std::memory_order_relaxed)};
+  }
+  void reset_peak() { peak_.store(in_use_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> g(mutex_);
     return {cached_, allocated_};
@@ -79,12 +89,24 @@ class CachingCpuAllocator final : public Allocator {
     EMBER_FAIL(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
                " bytes. Error code 12 (Cannot allocate memory)");
   }
-  static void free_small(void*, void* p) { std::free(p); }
+  // One relaxed add per allocation; the peak is written only when it grows.
+  void note_allocated(size_t bytes) {
+    size_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (now > peak_.load(std::memory_order_relaxed)) raise_peak(now);
+  }
+  void raise_peak(size_t now) {
+    size_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+  static void free_small(void* ctx, void* p);
   static void free_large(void* ctx, void* p);
 
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;
   size_t cached_ = 0, allocated_ = 0;
+  // Bytes held by tensors (requested size of small blocks, rounded size of large ones).
+  std::atomic<size_t> in_use_{0}, peak_{0};
 };
 
 CachingCpuAllocator* instance() {
@@ -92,6 +114,10 @@ CachingCpuAllocator* instance() {
   return a;
 }
 
+void CachingCpuAllocator::free_small(void* ctx, void* p) {
+  instance()->in_use_.fetch_sub(reinterpret_cast<size_t>(ctx), std::memory_order_relaxed);
+  std::free(p);
+}
 void CachingCpuAllocator::free_large(void* ctx, void* p) { instance()->release(p, reinterpret_cast<size_t>(ctx)); }
 
 Allocator* g_allocators[kNumDeviceTypes] = {};
@@ -114,5 +140,7 @@ void check_device_available(Device device, const char* op) {
 
 CpuCacheStats cpu_cache_stats() { return instance()->stats(); }
 void cpu_empty_cache() { instance()->empty_cache(); }
+CpuMemoryStats cpu_memory_stats() { return instance()->memory_stats(); }
+void cpu_reset_peak_memory_stats() { instance()->reset_peak(); }
 
 }  // namespace ember
