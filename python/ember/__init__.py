@@ -47,6 +47,8 @@ from ._creation import (  # noqa: E402,F401
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, linalg, utils  # noqa: E402,F401
+from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
+del _checkpoint
 
 
 def manual_seed(seed):
