@@ -18,6 +18,22 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kLargeBlock = 1 << 20;
 constexpr size_t kMaxCached = size_t(2) << 30;  // beyond this, large frees go back to the OS
 
+// Bytes held by tensors (requested size of small blocks, rounded size of large
+// ones) and their peak. Globals, so a free reaches them without instance().
+std::atomic<size_t> g_in_use{0}, g_peak{0};
+
+// One relaxed add per allocation; the peak is written only when it grows.
+void raise_peak(size_t now) {
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+inline void note_allocated(size_t bytes) {
+  size_t now = g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (now > g_peak.load(std::memory_order_relaxed)) raise_peak(now);
+}
+inline void note_freed(size_t bytes) { g_in_use.fetch_sub(bytes, std::memory_order_relaxed); }
+
 class CachingCpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, int /*device*/) override {
@@ -58,7 +74,7 @@ class CachingCpuAllocator final : public Allocator {
   }
 
   void release(void* p, size_t size) {
-    in_use_.fetch_sub(size, std::memory_order_relaxed);
+    note_freed(size);
     std::lock_guard<std::mutex> g(mutex_);
     allocated_ -= size;
     if (cached_ + size > kMaxCached) { std::free(p); return; }
@@ -73,11 +89,6 @@ class CachingCpuAllocator final : public Allocator {
     cached_ = 0;
   }
 
-  CpuMemoryStats memory_stats() const {
-    return {in_use_.load(std::memory_order_relaxed), peak_.load(std::memory_order_relaxed)};
-  }
-  void reset_peak() { peak_.store(in_use_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
-
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> g(mutex_);
     return {cached_, allocated_};
@@ -89,24 +100,15 @@ class CachingCpuAllocator final : public Allocator {
     EMBER_FAIL(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
                " bytes. Error code 12 (Cannot allocate memory)");
   }
-  // One relaxed add per allocation; the peak is written only when it grows.
-  void note_allocated(size_t bytes) {
-    size_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    if (now > peak_.load(std::memory_order_relaxed)) raise_peak(now);
+  static void free_small(void* ctx, void* p) {
+    note_freed(reinterpret_cast<size_t>(ctx));
+    std::free(p);
   }
-  void raise_peak(size_t now) {
-    size_t peak = peak_.load(std::memory_order_relaxed);
-    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
-  }
-  static void free_small(void* ctx, void* p);
   static void free_large(void* ctx, void* p);
 
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;
   size_t cached_ = 0, allocated_ = 0;
-  // Bytes held by tensors (requested size of small blocks, rounded size of large ones).
-  std::atomic<size_t> in_use_{0}, peak_{0};
 };
 
 CachingCpuAllocator* instance() {
@@ -114,10 +116,6 @@ CachingCpuAllocator* instance() {
   return a;
 }
 
-void CachingCpuAllocator::free_small(void* ctx, void* p) {
-  instance()->in_use_.fetch_sub(reinterpret_cast<size_t>(ctx), std::memory_order_relaxed);
-  std::free(p);
-}
 void CachingCpuAllocator::free_large(void* ctx, void* p) { instance()->release(p, reinterpret_cast<size_t>(ctx)); }
 
 Allocator* g_allocators[kNumDeviceTypes] = {};
@@ -140,7 +138,9 @@ void check_device_available(Device device, const char* op) {
 
 CpuCacheStats cpu_cache_stats() { return instance()->stats(); }
 void cpu_empty_cache() { instance()->empty_cache(); }
-CpuMemoryStats cpu_memory_stats() { return instance()->memory_stats(); }
-void cpu_reset_peak_memory_stats() { instance()->reset_peak(); }
+CpuMemoryStats cpu_memory_stats() {
+  return {g_in_use.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)};
+}
+void cpu_reset_peak_memory_stats() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace ember
