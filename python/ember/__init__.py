@@ -47,6 +47,8 @@ from ._creation import (  # noqa: E402,F401
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
+from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
+del _checkpoint
 
 
 def manual_seed(seed):
@@ -54,6 +56,16 @@ def manual_seed(seed):
     _C.manual_seed(seed)
     cuda.manual_seed_all(seed)
     return default_generator
+
+
+def get_rng_state():
+    """The CPU default generator's state as a uint8 tensor (for set_rng_state)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restores the CPU default generator to a state from get_rng_state."""
+    default_generator.set_state(new_state)
 
 
 def set_float32_matmul_precision(precision):
@@ -85,6 +97,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
     "randn_like", "randint_like", "is_tensor", "is_floating_point", "numel", "result_type",
     "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-    "manual_seed", "initial_seed", "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
+    "manual_seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]

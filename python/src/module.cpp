@@ -182,6 +182,14 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.cached_bytes, s.allocated_bytes);
   });
   m.def("_cpu_empty_cache", &cpu_empty_cache);
+  m.def("_cpu_memory_stats", []() {
+    auto s = cpu_memory_stats();
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated_bytes;
+    d["allocated_bytes.all.peak"] = s.peak_allocated_bytes;
+    return d;
+  });
+  m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_memory_stats);
   m.def("_thresholds", []() {
     namespace t = ember::thresholds;
     py::dict d;

@@ -143,6 +143,54 @@ PyObject* generator_manual_seed(PyObject* self, PyObject* seed) {
 PyObject* generator_initial_seed(PyObject* self, PyObject*) {
   return PyLong_FromUnsignedLongLong(reinterpret_cast<PyGenerator*>(self)->gen->initial_seed());
 }
+// The state is (seed, offset) as 16 little-endian bytes in a CPU uint8 tensor:
+// restoring it replays the same draws (activation checkpointing relies on this).
+constexpr int64_t kGeneratorStateBytes = 2 * sizeof(uint64_t);
+PyObject* generator_get_state(PyObject* self, PyObject*) {
+  EMBER_PY_BEGIN
+  Generator* gen = reinterpret_cast<PyGenerator*>(self)->gen;
+  uint64_t words[2];
+  {
+    std::lock_guard<std::mutex> g(gen->mutex);
+    words[0] = gen->seed;
+    words[1] = gen->offset;
+  }
+  Tensor state = empty_tensor({kGeneratorStateBytes}, ScalarType::UInt8);
+  std::memcpy(state.data_ptr(), words, sizeof(words));
+  return wrap(state);
+  EMBER_PY_END
+}
+PyObject* generator_set_state(PyObject* self, PyObject* arg) {
+  EMBER_PY_BEGIN
+  if (!is_tensor(arg)) {
+    PyErr_Format(PyExc_TypeError, "expected a ember.ByteTensor, but got %s", Py_TYPE(arg)->tp_name);
+    return nullptr;
+  }
+  const Tensor& state = tensor_of(arg);
+  if (state.dtype() != ScalarType::UInt8 || !state.device().is_cpu()) {
+    PyErr_SetString(PyExc_TypeError, "RNG state must be a ember.ByteTensor");
+    return nullptr;
+  }
+  EMBER_CHECK(state.numel() == kGeneratorStateBytes, Runtime, "Expected a GeneratorState of size ",
+              kGeneratorStateBytes, " but found the input RNG state size to be ", state.numel());
+  // Any 16-element uint8 tensor (a view of another state too): read by element.
+  uint8_t raw[kGeneratorStateBytes];
+  const int64_t step = state.dim() == 1 ? state.stride(0) : 1;
+  const uint8_t* src = state.data<uint8_t>();
+  if (state.dim() != 1 && !state.is_contiguous()) EMBER_FAIL(Runtime, "set_state(): expected a 1-D or contiguous state");
+  for (int64_t i = 0; i < kGeneratorStateBytes; ++i) raw[i] = src[i * step];
+  uint64_t words[2];
+  std::memcpy(words, raw, sizeof(words));
+  Generator* gen = reinterpret_cast<PyGenerator*>(self)->gen;
+  {
+    std::lock_guard<std::mutex> g(gen->mutex);
+    gen->seed = words[0];
+    gen->offset = words[1];
+  }
+  Py_INCREF(self);
+  return self;
+  EMBER_PY_END
+}
 PyObject* generator_device(PyObject* self, void*) {
   Device d = reinterpret_cast<PyGenerator*>(self)->gen->device;
   return device_object(d.is_cpu() ? Device() : d);
@@ -152,6 +200,8 @@ PyGetSetDef generator_getsets[] = {{"device", generator_device, nullptr, nullptr
 PyMethodDef generator_methods[] = {
     {"manual_seed", generator_manual_seed, METH_O, "Seeds the generator; returns it."},
     {"initial_seed", generator_initial_seed, METH_NOARGS, "The seed."},
+    {"get_state", generator_get_state, METH_NOARGS, "The state as a uint8 tensor (see set_state)."},
+    {"set_state", generator_set_state, METH_O, "Restores a state from get_state; returns the generator."},
     {nullptr, nullptr, 0, nullptr}};
 
 // ---------------------------------------------------------------- storages

@@ -28,5 +28,10 @@ void check_device_available(Device device, const char* op);
 struct CpuCacheStats { size_t cached_bytes, allocated_bytes; };
 CpuCacheStats cpu_cache_stats();
 void cpu_empty_cache();
+// Bytes of CPU memory held by tensors now and at most since the last reset
+// (as torch.cuda.memory_allocated/max_memory_allocated, for the CPU).
+struct CpuMemoryStats { size_t allocated_bytes, peak_allocated_bytes; };
+CpuMemoryStats cpu_memory_stats();
+void cpu_reset_peak_memory_stats();
 
 }  // namespace ember

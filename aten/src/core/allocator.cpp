@@ -4,6 +4,7 @@
 #include "ember/allocator.h"
 
 #include <sys/mman.h>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -18,15 +19,34 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kLargeBlock = 1 << 20;
 constexpr size_t kMaxCached = size_t(2) << 30;  // beyond this, large frees go back to the OS
 
+// Bytes held by tensors (requested size of small blocks, rounded size of large
+// ones) and their peak. Globals, so a free reaches them without instance().
+std::atomic<size_t> g_in_use{0}, g_peak{0};
+
+// One relaxed add per allocation; the peak is written only when it grows.
+void raise_peak(size_t now) {
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+inline void note_allocated(size_t bytes) {
+  size_t now = g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (now > g_peak.load(std::memory_order_relaxed)) raise_peak(now);
+}
+inline void note_freed(size_t bytes) { g_in_use.fetch_sub(bytes, std::memory_order_relaxed); }
+
 class CachingCpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, int /*device*/) override {
     if (nbytes < kLargeBlock) {
       // malloc and align by hand: glibc's posix_memalign splits and frees chunk
       // remainders on every call (~800 instructions, a fifth of a small op).
+      // malloc's 16-byte alignment leaves at least 16 bytes before `aligned`: the size goes there.
       void* raw = std::malloc(nbytes + kAlignment);
       if (!raw) oom(nbytes);
       auto aligned = (reinterpret_cast<uintptr_t>(raw) + kAlignment) & ~uintptr_t(kAlignment - 1);
+      reinterpret_cast<size_t*>(aligned)[-1] = nbytes;
+      note_allocated(nbytes);
       return {reinterpret_cast<void*>(aligned), raw, &free_small};
     }
     size_t rounded = (nbytes + 4095) & ~size_t(4095);
@@ -40,6 +60,7 @@ class CachingCpuAllocator final : public Allocator {
         free_.erase(it);
         cached_ -= size;
         allocated_ += size;
+        note_allocated(size);
         return {p, reinterpret_cast<void*>(size), &free_large};
       }
       allocated_ += rounded;
@@ -54,10 +75,12 @@ class CachingCpuAllocator final : public Allocator {
       }
     }
     madvise(p, rounded, MADV_HUGEPAGE);
+    note_allocated(rounded);
     return {p, reinterpret_cast<void*>(rounded), &free_large};
   }
 
   void release(void* p, size_t size) {
+    note_freed(size);
     std::lock_guard<std::mutex> g(mutex_);
     allocated_ -= size;
     if (cached_ + size > kMaxCached) { std::free(p); return; }
@@ -83,7 +106,10 @@ class CachingCpuAllocator final : public Allocator {
     EMBER_FAIL(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
                " bytes. Error code 12 (Cannot allocate memory)");
   }
-  static void free_small(void* raw, void*) { std::free(raw); }
+  static void free_small(void* raw, void* data) {
+    note_freed(static_cast<size_t*>(data)[-1]);
+    std::free(raw);
+  }
   static void free_large(void* ctx, void* p);
 
   std::mutex mutex_;
@@ -118,5 +144,9 @@ void check_device_available(Device device, const char* op) {
 
 CpuCacheStats cpu_cache_stats() { return instance()->stats(); }
 void cpu_empty_cache() { instance()->empty_cache(); }
+CpuMemoryStats cpu_memory_stats() {
+  return {g_in_use.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)};
+}
+void cpu_reset_peak_memory_stats() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace ember

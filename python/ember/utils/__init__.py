@@ -1,3 +1,5 @@
-"""Utilities built on ember's core: `ember.utils.trace` (seeing every op call) and
-`ember.utils.hooks` (removable hook handles)."""
+"""Utilities built on ember's core: `ember.utils.trace` (seeing every op call),
+`ember.utils.hooks` (removable hook handles) and `ember.utils.checkpoint`
+(activation checkpointing)."""
 from . import hooks, trace  # noqa: E402,F401
+# utils.checkpoint builds on autograd, which imports utils.hooks: ember/__init__ imports it last.
