@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ember/autograd.h"
+#include "ember/autograd_anomaly.h"
 #include "ember/autograd_helpers.h"
 #include "ember/ops/add.h"
 #include "ember/ops/clone.h"
@@ -33,6 +34,12 @@ bool any_defined(const TensorList& grads) {
   for (const Tensor& g : grads)
     if (g.defined()) return true;
   return false;
+}
+
+// A node with hooks, or any node in anomaly mode; out of line, off the common path.
+[[gnu::noinline]] TensorList apply_hooked_or_checked(Node& n, AccumulateGrad* hooked_leaf, TensorList&& inputs) {
+  if (AnomalyMode::is_enabled()) return anomaly::apply_checked(n, hooked_leaf, std::move(inputs));
+  return call_function(n, hooked_leaf, std::move(inputs));
 }
 
 struct GraphTask {
@@ -111,7 +118,10 @@ struct GraphTask {
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
       if (!(capture_only && is_leaf_acc) && (inputs[0].defined() || any_defined(inputs))) {
-        outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
+        if (n->hooks || AnomalyMode::is_enabled()) [[unlikely]]
+          outputs = apply_hooked_or_checked(*n, hooked_leaf, std::move(inputs));
+        else
+          outputs = n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
       for (size_t i = 0; i < n->next_edges.size(); ++i) {

@@ -3,7 +3,8 @@ points, custom Functions (autograd.function) and the graph's hooks (autograd.gra
 import functools
 
 from .. import _C
-from . import function, graph  # noqa: F401
+from . import anomaly_mode, function, graph  # noqa: F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .function import Function  # noqa: F401
 
 
