@@ -112,6 +112,7 @@ pybind11::object node_metadata(Node& node);
 
 void bind_autograd_hooks(pybind11::module_& m);
 void bind_anomaly_mode(pybind11::module_& m);
+void bind_saved_fields(pybind11::module_& m);  // after bind_autograd_hooks (it extends _C.Node)
 void bind_custom_function(pybind11::module_& m);
 
 }  // namespace ember::python
