@@ -37,8 +37,9 @@ bool any_defined(const TensorList& grads) {
 }
 
 // A node with hooks, or any node in anomaly mode; out of line, off the common path.
-[[gnu::noinline]] TensorList apply_hooked_or_checked(Node& n, AccumulateGrad* hooked_leaf, TensorList&& inputs) {
-  if (AnomalyMode::is_enabled()) return anomaly::apply_checked(n, hooked_leaf, std::move(inputs));
+[[gnu::noinline]] TensorList apply_hooked_or_checked(Node& n, AccumulateGrad* hooked_leaf, TensorList&& inputs,
+                                                     bool anomaly_mode) {
+  if (anomaly_mode) return anomaly::apply_checked(n, hooked_leaf, std::move(inputs));
   return call_function(n, hooked_leaf, std::move(inputs));
 }
 
@@ -84,6 +85,7 @@ struct GraphTask {
 
   void run(const std::vector<Edge>& roots, const TensorList& grads, bool retain_graph, TensorList* results) {
     count(roots);
+    const bool anomaly_mode = AnomalyMode::is_enabled();  // read once per pass: a register test per node
     std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!roots[i].valid()) continue;
@@ -118,8 +120,8 @@ struct GraphTask {
       bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       TensorList outputs;
       if (!(capture_only && is_leaf_acc) && (inputs[0].defined() || any_defined(inputs))) {
-        if (n->hooks || AnomalyMode::is_enabled()) [[unlikely]]
-          outputs = apply_hooked_or_checked(*n, hooked_leaf, std::move(inputs));
+        if (n->hooks || anomaly_mode) [[unlikely]]
+          outputs = apply_hooked_or_checked(*n, hooked_leaf, std::move(inputs), anomaly_mode);
         else
           outputs = n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
