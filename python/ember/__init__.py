@@ -24,7 +24,7 @@ from ._tensor import Tensor  # noqa: E402  (first: every tensor object made from
 from ._C import (  # noqa: E402
     dtype, device, Generator, default_generator, UntypedStorage,
     bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    is_grad_enabled, initial_seed, get_num_threads, set_num_threads,
+    is_grad_enabled, is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled, initial_seed, get_num_threads, set_num_threads,
     get_default_dtype, set_default_dtype, promote_types,
 )
 # The generated ops of ember itself (add, sum, zeros, ...; those with a `python_module:`
@@ -97,6 +97,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
     "randn_like", "randint_like", "is_tensor", "is_floating_point", "numel", "result_type",
     "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "manual_seed", "initial_seed", "get_rng_state", "set_rng_state",
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",

@@ -132,6 +132,8 @@ PYBIND11_MODULE(_C, m) {
 
   python::bind_autograd_hooks(m);
   python::bind_custom_function(m);
+  python::bind_anomaly_mode(m);
+  python::bind_saved_fields(m);
 
   m.def("_set_size_type", [](py::object t) { python::g_size_type = t.release().ptr(); });
   // ember.Tensor, the Python class of the tensor objects made from now on.

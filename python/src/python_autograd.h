@@ -107,7 +107,12 @@ struct PyNode final : Node {
 // The Python object of a node: a custom Function's ctx, else a _C.Node.
 pybind11::object node_to_python(const std::shared_ptr<Node>& node);
 
+// Node.metadata: the node's dict, made on first use.
+pybind11::object node_metadata(Node& node);
+
 void bind_autograd_hooks(pybind11::module_& m);
+void bind_anomaly_mode(pybind11::module_& m);
+void bind_saved_fields(pybind11::module_& m);  // after bind_autograd_hooks (it extends _C.Node)
 void bind_custom_function(pybind11::module_& m);
 
 }  // namespace ember::python

@@ -169,16 +169,6 @@ LeafHooks& leaf_hooks_of(const Tensor& t) {
   return *meta.leaf_hooks;
 }
 
-py::object node_metadata(Node& node) {
-  NodeHooks& hooks = node.ensure_hooks();
-  if (!hooks.metadata) {
-    PyObject* dict = PyDict_New();
-    if (!dict) throw py::error_already_set();
-    hooks.metadata = std::shared_ptr<void>(dict, [](void* d) { PyRef drop(static_cast<PyObject*>(d)); });
-  }
-  return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(hooks.metadata.get()));
-}
-
 std::string node_repr(const Node& n) {
   return "<" + n.name() + " object at " + std::to_string(reinterpret_cast<uintptr_t>(&n)) + ">";
 }
@@ -221,6 +211,16 @@ struct PySavedTensorHooksFactory final : SavedTensorHooksFactory {
 };
 
 }  // namespace
+
+py::object node_metadata(Node& node) {
+  NodeHooks& hooks = node.ensure_hooks();
+  if (!hooks.metadata) {
+    PyObject* dict = PyDict_New();
+    if (!dict) throw py::error_already_set();
+    hooks.metadata = std::shared_ptr<void>(dict, [](void* d) { PyRef drop(static_cast<PyObject*>(d)); });
+  }
+  return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(hooks.metadata.get()));
+}
 
 void bind_autograd_hooks(py::module_& m) {
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")

@@ -219,6 +219,8 @@ int set_data(PyObject* self, PyObject* v, void*) {
 }
 PyObject* get_version(PyObject* self, void*) { return PyLong_FromUnsignedLong(SELF.version()); }
 PyObject* get_output_nr(PyObject* self, void*) { return PyLong_FromUnsignedLong(SELF.output_nr()); }
+// The TensorImpl's address, as PyTorch's: one tensor's identity across its Python objects.
+PyObject* get_cdata(PyObject* self, void*) { return PyLong_FromVoidPtr(SELF.impl()); }
 PyObject* get_T(PyObject* self, void*) {
   EMBER_PY_BEGIN
   IntList dims(SELF.dim());
@@ -250,6 +252,7 @@ PyGetSetDef getsets[] = {
     {"_version", get_version, nullptr, nullptr, nullptr},
     {"output_nr", get_output_nr, nullptr, nullptr, nullptr},
     {"_base", get_base, nullptr, nullptr, nullptr},
+    {"_cdata", get_cdata, nullptr, nullptr, nullptr},
     {"T", get_T, nullptr, nullptr, nullptr},
     {"mT", get_mT, nullptr, nullptr, nullptr},
     {"mH", get_mT, nullptr, nullptr, nullptr},

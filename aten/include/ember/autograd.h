@@ -5,6 +5,7 @@
 #include <optional>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 #include "ember/autograd_hooks.h"
 #include "ember/tensor.h"
@@ -22,6 +23,18 @@ struct InputMeta {
   DimVector shape;
   ScalarType dtype = ScalarType::Float32;
   Device device;
+};
+
+class SavedVariable;
+struct Generator;
+
+// One value a node keeps for backward, under the name Python shows it by
+// (grad_fn._saved_<name>, graph export); monostate for an absent optional.
+struct SavedField {
+  using Value = std::variant<std::monostate, const SavedVariable*, TensorList, bool, int64_t, double, Scalar,
+                             DimVector, ScalarType, Device>;
+  const char* name;
+  Value value;
 };
 
 struct Node : std::enable_shared_from_this<Node> {
@@ -42,6 +55,8 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual void forget_modified_saved() {}
   // Forward AD: the tangent of output `output_nr`, kept with a saved copy of that output.
   virtual void attach_output_tangent(uint32_t output_nr, const Tensor& tangent) { (void)output_nr, (void)tangent; }
+  // What the node keeps for backward, for inspection only (never on the engine's path).
+  virtual std::vector<SavedField> saved_fields() const { return {}; }
   bool should_compute(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // Records an input edge (invalid when the input needs no gradient).
   void add_input(const Tensor& t);
@@ -137,6 +152,16 @@ class SavedVariable {
   bool is_leaf_ = false;
   Tensor leaf_;  // a saved leaf input keeps its identity for higher-order grads
 };
+
+// SavedField makers for the generated nodes' saved_fields().
+inline SavedField saved_field(const char* name, const SavedVariable& v) { return {name, &v}; }
+inline SavedField saved_field(const char* name, Generator*) { return {name, std::monostate{}}; }
+template <typename T>
+SavedField saved_field(const char* name, const T& v) { return {name, v}; }
+template <typename T>
+SavedField saved_field(const char* name, const std::optional<T>& v) {
+  return v ? saved_field(name, *v) : SavedField{name, std::monostate{}};
+}
 
 struct GradMode {
   static bool is_enabled();

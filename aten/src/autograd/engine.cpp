@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ember/autograd.h"
+#include "ember/autograd_anomaly.h"
 #include "ember/autograd_helpers.h"
 #include "ember/ops/add.h"
 #include "ember/ops/clone.h"
@@ -29,12 +30,19 @@ Tensor shape_gradient(Tensor g, const InputMeta& meta) {
   return g;
 }
 
-// A node runs when a gradient reached any of its outputs (a custom Function's
-// backward gets the others as None or zeros).
+// A node runs when a gradient reached any of its outputs (unbind's views; a custom
+// Function's backward gets the others as None or zeros).
 bool any_defined(const TensorList& grads) {
   for (const Tensor& g : grads)
     if (g.defined()) return true;
   return false;
+}
+
+// A node with hooks, or any node in anomaly mode; out of line, off the common path.
+[[gnu::noinline]] TensorList apply_hooked_or_checked(Node& n, AccumulateGrad* hooked_leaf, TensorList&& inputs,
+                                                     bool anomaly_mode) {
+  if (anomaly_mode) return anomaly::apply_checked(n, hooked_leaf, std::move(inputs));
+  return call_function(n, hooked_leaf, std::move(inputs));
 }
 
 struct GraphTask {
@@ -94,6 +102,7 @@ struct GraphTask {
 
   void run(const std::vector<Edge>& roots, const TensorList& grads, bool retain_graph, TensorList* results) {
     count(roots);
+    const bool anomaly_mode = AnomalyMode::is_enabled();  // read once per pass: a register test per node
     std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!roots[i].valid() || !grads[i].defined()) continue;
@@ -129,11 +138,11 @@ struct GraphTask {
       }
       if (pruned && !needed.count(n)) continue;  // only captured: its gradient was the point
       TensorList outputs;
-      // A node with several outputs (unbind) runs when any of them got a gradient.
-      const bool any_grad = inputs[0].defined() ||
-                            std::any_of(inputs.begin() + 1, inputs.end(), [](const Tensor& g) { return g.defined(); });
-      if (any_grad) {
-        outputs = n->hooks ? call_function(*n, hooked_leaf, std::move(inputs)) : n->apply(std::move(inputs));
+      if (any_defined(inputs)) {
+        if (n->hooks || anomaly_mode) [[unlikely]]
+          outputs = apply_hooked_or_checked(*n, hooked_leaf, std::move(inputs), anomaly_mode);
+        else
+          outputs = n->apply(std::move(inputs));
         if (!retain_graph) n->release_saved();
       }
       for (size_t i = 0; i < n->next_edges.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ember/autograd.h"
+#include "ember/autograd_anomaly.h"
 #include "ember/iterator.h"
 #include "ember/autograd_helpers.h"
 #include "ember/forward_ad.h"
@@ -23,7 +24,9 @@ bool GradMode::is_enabled() { return t_grad_enabled; }
 void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 static std::atomic<uint64_t> g_sequence_nr{0};
-Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
+  if (AnomalyMode::is_enabled()) [[unlikely]] autograd::anomaly::on_node_created(*this);
+}
 
 uint64_t autograd::next_sequence_nr() { return g_sequence_nr.load(std::memory_order_relaxed); }
 

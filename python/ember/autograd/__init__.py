@@ -5,7 +5,8 @@ import warnings
 from collections.abc import Mapping
 
 from .. import _C
-from . import function, graph  # noqa: F401
+from . import anomaly_mode, function, graph  # noqa: F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .function import Function  # noqa: F401
 
 

@@ -1,6 +1,6 @@
 """The backward graph as objects: `Node` (what `tensor.grad_fn` is) and the
 saved-tensor hooks that decide how tensors saved for backward are kept. As
-PyTorch's torch.autograd.graph."""
+PyTorch's torch.autograd.graph; plus `to_dot` and `render`, which draw the graph."""
 from __future__ import annotations
 
 import abc
@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from .. import _C
 from ..utils.hooks import RemovableHandle
+from ._graph_dot import render, to_dot  # noqa: F401
 
 
 class Node(abc.ABC):
