@@ -67,9 +67,9 @@ def rand(*shape):
 
 
 # Checked here rather than by the harness: their test entries are skipped there (indexing,
-# copies, conversions, fills) or their gradcheck is off (rounding divisions, remainder).
+# copies, conversions, fills, prelu's per-channel weight) or their gradcheck is off (rounding divisions, remainder).
 OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.device", "to.other", "pow.Scalar",
-              "_philox_fill_", "_div_trunc", "_div_floor", "remainder"}
+              "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu"}
 
 
 def test_every_differentiable_op_has_a_jvp_check():
@@ -82,6 +82,14 @@ def test_every_differentiable_op_has_a_jvp_check():
 def test_no_differentiable_op_lacks_a_forward_derivative():
     # no_forward: is for an op that cannot have one; none does today.
     assert [op.full_name for op in SPEC.ops if op.derivative and op.derivative.no_forward] == []
+
+
+def test_prelu_jvp():
+    # Inputs away from prelu's kink at 0, where the finite difference would straddle it.
+    x = rand(2, 3, 4)
+    x = x + x.sign() * 0.1
+    for w in (rand(3), rand(1)):
+        check_against_finite_differences(ember.prelu, [x, w], [rand(2, 3, 4), rand(*w.shape)])
 
 
 def test_index_and_index_put_jvp():

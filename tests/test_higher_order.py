@@ -61,6 +61,9 @@ NOT_IN_HARNESS = {
     "_div_trunc": [(lambda a, b: ember.div(a * a, b, rounding_mode="trunc") * a,
                     lambda: (t64([1.3, -2.6]), t64([0.7, 1.9])), {})],
     "remainder": [(lambda a, b: ember.remainder(a * a, b) * b, lambda: (t64([1.3, -2.6]), t64([0.7, 1.9])), {})],
+    "prelu": [(lambda a, w: ember.prelu(a * a - 1, w) * a,
+               lambda: (t64([[1.3, -0.4, 0.2], [-1.1, 0.7, 1.6]]), t64([0.25, -0.5, 1.5])), {}),
+              (ember.prelu, lambda: (t64([0.5, -1.5, 2.0]), t64([0.3])), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -93,6 +93,15 @@ def apply_layout(arg, base):
     return base
 
 
+def layout_back(arg, base_values):
+    """Maps values laid out like the storage array back to the Arg's logical shape."""
+    if arg.layout == "transposed":
+        return np.swapaxes(base_values, -1, -2)
+    if arg.layout == "strided":
+        return base_values[::2]
+    return base_values
+
+
 def build(arg, values=None, requires_grad=False):
     """(tensor, leaf): the input tensor with its layout, and the leaf that owns the storage."""
     base = make_tensor(storage_array(arg, values), arg.dtype)

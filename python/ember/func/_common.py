@@ -1,6 +1,7 @@
 """What the transforms share: argnums, input checks, and moving tensors into and out of a
 transform's reverse-mode graph."""
 import ember
+from ember.autograd import forward_ad
 
 from ._pytree import tree_flatten, tree_unflatten
 
@@ -40,11 +41,13 @@ def track(x):
 
 def untrack(x, keep_graph):
     """`x` without this transform's graph (kept when an outer transform differentiates
-    through it); a view made under no_grad, so a forward-mode tangent stays on it."""
+    through it); a forward-mode tangent stays on it. (A view made under no_grad would still
+    require grad through its base, as in PyTorch.)"""
     if keep_graph or not isinstance(x, ember.Tensor):
         return x
-    with ember.no_grad():
-        return x.view(tuple(x.shape))
+    _, tangent = forward_ad.unpack_dual(x) if forward_ad._current_level >= 0 else (x, None)
+    y = x.detach()
+    return y if tangent is None else forward_ad.make_dual(y, tangent)
 
 
 def reverse_mode_outside(leaves):
