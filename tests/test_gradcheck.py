@@ -94,6 +94,20 @@ SCENARIOS = [
         lambda a: a, (t64(lib, [1.0]),), check_rev_over_rev=False), "AssertionError"),
     ("gradgrad-undefined-without-rev", lambda lib: lib.autograd.gradgradcheck(
         lambda a: a, (t64(lib, [1.0]),), check_rev_over_rev=False, check_fwd_over_rev=True), "AssertionError"),
+    ("forward-ad", lambda lib: lib.autograd.gradcheck(lambda a, b: lib.tanh(a @ b) ** 2, (
+        t64(lib, [[0.1, -0.3, 0.2], [0.5, 0.4, -0.6]]), t64(lib, [[1.0], [-2.0], [0.5]])), check_forward_ad=True), True),
+    ("forward-ad-only", lambda lib: lib.autograd.gradcheck(lambda a: (lib.sin(a) * a, a.sum()), (
+        t64(lib, [0.3, -1.2]),), check_forward_ad=True, check_backward_ad=False), True),
+    # detach() drops the tangent as it drops the history: d(a * a)/da = 2a, the JVP gives a.
+    ("forward-ad-wrong", lambda lib: lib.autograd.gradcheck(lambda a: a * a.detach(), (
+        t64(lib, [1.0, 2.0]),), check_forward_ad=True, check_backward_ad=False), "GradcheckError"),
+    ("forward-ad-wrong-no-raise", lambda lib: lib.autograd.gradcheck(lambda a: a * a.detach(), (
+        t64(lib, [1.0, 2.0]),), check_forward_ad=True, check_backward_ad=False, raise_exception=False), False),
+    ("fwd-over-rev", lambda lib: lib.autograd.gradgradcheck(lambda a: lib.sin(a) * a, (
+        t64(lib, [[0.1, -0.3], [0.2, 0.5]]),), check_fwd_over_rev=True), True),
+    ("fwd-over-rev-only", lambda lib: lib.autograd.gradgradcheck(lambda a, b: lib.tanh(a * b) * a, (
+        t64(lib, [0.1, -0.3]), t64(lib, [0.7, 1.5])), check_fwd_over_rev=True, check_rev_over_rev=False,
+        check_undefined_grad=False), True),
 ]
 
 
@@ -134,15 +148,23 @@ def test_non_double_inputs_warn_as_pytorch():
             lib.autograd.gradcheck(lambda a: a * 2, (lib.tensor([1.0], requires_grad=True),), raise_exception=False)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: ember.autograd.gradcheck(lambda a: a, (t64(ember, [1.0]),), check_forward_ad=True),
-    lambda: ember.autograd.gradcheck(lambda a: a, (t64(ember, [1.0]),), check_forward_ad=True,
-                                     check_batched_forward_grad=True),
-    lambda: ember.autograd.gradgradcheck(lambda a: a, (t64(ember, [1.0]),), check_fwd_over_rev=True),
-])
-def test_forward_mode_options_are_not_implemented_yet(call):
-    with pytest.raises(NotImplementedError, match="forward AD"):
-        call()
+def test_forward_mode_mismatch_message_as_pytorch():
+    with pytest.raises(GradcheckError) as info:
+        ember.autograd.gradcheck(lambda a: a * a.detach(), (t64(ember, [1.0, 2.0]),), check_forward_ad=True,
+                                 check_backward_ad=False)
+    assert str(info.value).startswith("Jacobian computed with forward mode mismatch for output 0 with respect to "
+                                      "input 0,\nnumerical:tensor([[2.")
+    if torch is not None:
+        with pytest.raises(sys.modules["torch.autograd.gradcheck"].GradcheckError) as want:
+            torch.autograd.gradcheck(lambda a: a * a.detach(), (t64(torch, [1.0, 2.0]),), check_forward_ad=True,
+                                     check_backward_ad=False)
+        assert str(info.value) == str(want.value).replace("torch.", "ember.")
+
+
+def test_batched_forward_grad_needs_vmap():
+    with pytest.raises(NotImplementedError, match="check_batched_forward_grad=True needs vmap"):
+        ember.autograd.gradcheck(lambda a: a, (t64(ember, [1.0]),), check_forward_ad=True,
+                                 check_batched_forward_grad=True)
 
 
 def test_batched_grad_needs_vmap():

@@ -4,11 +4,11 @@ products, Jacobians, Hessians and their products with vectors, built on autograd
 The results nest as PyTorch's: a Tensor for a Tensor input (output), a tuple for a tuple; a
 Jacobian is indexed [output][input], a Hessian [input][input]. jvp and hvp use the double-vjp
 trick (the gradient of a vjp with respect to its cotangent), as PyTorch does. Forward mode
-(strategy="forward-mode") needs forward AD and vectorize=True needs vmap: both raise
+(strategy="forward-mode") and vectorize=True need vmap: both raise
 NotImplementedError for now.
 """
 from .. import _C
-from .gradcheck import _forward_ad_unavailable
+from .gradcheck import _needs_vmap
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -219,7 +219,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
-        _forward_ad_unavailable('ember.autograd.functional.jacobian: strategy="forward-mode"')
+        _needs_vmap('ember.autograd.functional.jacobian: strategy="forward-mode"')
     with ember.enable_grad():
         is_inputs_tuple, inputs = _differentiable_inputs(inputs, "jacobian", create_graph)
         is_outputs_tuple, outputs = _outputs(func, inputs, "jacobian", strict)
@@ -257,7 +257,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     if outer_jacobian_strategy == "forward-mode":
-        _forward_ad_unavailable('ember.autograd.functional.hessian: outer_jacobian_strategy="forward-mode"')
+        _needs_vmap('ember.autograd.functional.hessian: outer_jacobian_strategy="forward-mode"')
     if vectorize:
         raise NotImplementedError("ember.autograd.functional.hessian: vectorize=True needs vmap, which ember does "
                                   "not implement; use vectorize=False")

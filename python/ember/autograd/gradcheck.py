@@ -20,10 +20,10 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck and gradgradcheck when a check fails."""
 
 
-def _forward_ad_unavailable(what):
-    """The one place that refuses what needs forward-mode AD (gradcheck's and functional's
-    options), until ember has it."""
-    raise NotImplementedError(f"{what} needs forward AD, which ember does not implement yet")
+def _needs_vmap(what):
+    """The one place that refuses what needs vmap (batched forward grads, functional's
+    forward-mode strategies), which ember does not implement."""
+    raise NotImplementedError(f"{what} needs vmap, which ember does not implement")
 
 
 def _is_tensor(x):
@@ -206,8 +206,40 @@ def _analytical_jacobian(inputs, output, nondet_tol, check_grad_dtypes, v=None):
     return jac1
 
 
-def _mismatch_message(analytical, numerical, output_idx, input_idx):
-    return (f"Jacobian mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+def _forward_jacobian(func, inputs, func_out):
+    """[input][output] -> (input.numel(), output.numel()) from forward-mode JVPs, one one-hot
+    tangent per element of each input requiring grad (the other inputs carry none)."""
+    ember = _ember()
+    fw = ember.autograd.forward_ad
+    outs = _as_tuple(func_out)
+    jacobians = []
+    for k, inp in _diff_inputs(inputs):
+        per_output = [ember.zeros(inp.numel(), o.numel(), dtype=o.dtype if o.is_floating_point() else inp.dtype,
+                                  device=o.device) for o in outs]
+        for col in range(inp.numel()):
+            tangent = ember.zeros(inp.numel(), dtype=inp.dtype, device=inp.device)
+            tangent[col] = 1.0
+            with fw.dual_level():
+                duals = [fw.make_dual(x.detach(), tangent.reshape(tuple(x.shape))) if i == k else x
+                         for i, x in enumerate(inputs)]
+                for jac, r in zip(per_output, _as_tuple(func(*duals))):
+                    t = fw.unpack_dual(r).tangent if _is_tensor(r) else None
+                    if t is not None:
+                        jac[col] = t.reshape(-1)
+        jacobians.append(per_output)
+    return jacobians
+
+
+def _check_forward_ad(func, func_out, inputs, eps, rtol, atol):
+    numerical = _numerical_jacobian(func, inputs, _as_tuple(func_out), eps)
+    for j, (per_numerical, per_forward) in enumerate(zip(numerical, _forward_jacobian(func, inputs, func_out))):
+        for i, (n, a) in enumerate(zip(per_numerical, per_forward)):
+            if not _allclose(a, n, rtol, atol):
+                raise GradcheckError(_mismatch_message(a, n, i, j, "computed with forward mode "))
+
+
+def _mismatch_message(analytical, numerical, output_idx, input_idx, mode=""):
+    return (f"Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
             f"numerical:{numerical}\nanalytical:{analytical}\n")
 
 
@@ -362,15 +394,17 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
                       check_batched_grad, check_batched_forward_grad, check_forward_ad, check_backward_ad,
                       fast_mode):
-    if check_forward_ad:
-        _forward_ad_unavailable("check_forward_ad=True")
     if check_batched_forward_grad:
-        _forward_ad_unavailable("check_batched_forward_grad=True")
+        _needs_vmap("check_batched_forward_grad=True")
     if check_batched_grad:
-        raise NotImplementedError("check_batched_grad=True needs vmap, which ember does not implement")
+        _needs_vmap("check_batched_grad=True")
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = func(*tupled_inputs)
+    if check_forward_ad:  # against the slow numerical Jacobian, also in fast mode
+        _check_forward_ad(func, func_out, tupled_inputs, eps, rtol, atol)
+    if not check_backward_ad:
+        return True
     outputs = _differentiable_outputs(func_out)
     check = _fast_gradcheck if fast_mode else _slow_gradcheck
     check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol)
@@ -407,8 +441,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
     if check_batched_grad and not check_rev_over_rev:
         raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
-    if check_fwd_over_rev:
-        _forward_ad_unavailable("check_fwd_over_rev=True")
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outputs = _differentiable_outputs(func(*tupled_inputs))
