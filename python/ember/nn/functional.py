@@ -1,6 +1,7 @@
 """ember.nn.functional, as torch.nn.functional: the activations (kernels in
 ember._C._nn and ember itself, declared in ops.yaml) with PyTorch's Python
 signatures, `inplace=` flags and defaults."""
+import math
 import warnings
 
 from .. import _C
@@ -145,7 +146,9 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 # signatures, its reduction strings and its legacy size_average/reduce handling.
 __all__ += [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
-    "mse_loss", "nll_loss", "smooth_l1_loss",
+    "mse_loss", "nll_loss", "smooth_l1_loss", "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
+    "kl_div", "margin_ranking_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "triplet_margin_loss",
 ]
 
 _LOG_CLAMP = -100.0  # PyTorch's binary_cross_entropy clamps each log term at -100 so that log(0) stays finite
@@ -380,3 +383,139 @@ def _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing, 
     if reduction == "mean":
         return loss.sum() / (log_probs.numel() // num_classes if log_probs.numel() else 0)
     return _reduce(loss, reduction)
+
+
+def _reduction_arg(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    return _check_reduction(reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log(target) - input) (input holds log-probabilities); 'batchmean' divides the sum by the batch."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    batchmean = reduction == "batchmean"
+    reduction = "sum" if batchmean else _check_reduction(reduction)
+    if log_target:
+        loss = _C.exp(target) * (target - input)
+    else:  # xlogy(t, t): 0 where t == 0
+        t_log_t = _C.where(target == 0, 0.0, target * _C.log(_C.where(target == 0, 1.0, target)))
+        loss = t_log_t - target * input
+    loss = _reduce(loss, reduction)
+    return loss / input.shape[0] if batchmean and input.dim() != 0 else loss
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-08, reduce=None,
+                     reduction="mean"):
+    """exp(input) - target * input (log_input) or input - target * log(input + eps); full adds Stirling's term."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    loss = _C.exp(input) - target * input if log_input else input - target * _C.log(input + eps)
+    if full:
+        safe = _C.where(target > 1, target, 1.0)  # the term is 0 where target <= 1
+        stirling = safe * _C.log(safe) - safe + 0.5 * _C.log(2 * math.pi * safe)
+        loss = loss + _C.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
+    """0.5 (log(var) + (input - target)^2 / var), var clamped at eps (the clamp is not differentiated)."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(input.shape, float(var))
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.size() != input.size():
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim()
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # PyTorch clamps under no_grad: the gradient passes through the clamp unchanged.
+    var = var + (_C.clamp(var, min=eps) - var).detach()
+    loss = 0.5 * (_C.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _reduce(_C.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    margin_part = _C.where(target != 1, _C.clamp(margin - input, min=0), 0.0)
+    self_part = _C.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), computed as softplus so that it does not overflow."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _reduce(_nn.softplus(-target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t logsigmoid(x) + (1 - t) logsigmoid(-x)), averaged over the classes (last dimension)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * _nn.log_sigmoid(input) + (1 - target) * _nn.log_sigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where target is -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.dim() > 1:
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != target.dim() + 1 or input2.dim() != target.dim() + 1:
+        raise RuntimeError(f"cosine_embedding_loss: expected {target.dim() + 1}D inputs for a {target.dim()}D "
+                           f"target, but got inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    dim = target.dim()
+    eps = 1e-12  # PyTorch's EPSILON added to each squared magnitude
+    dot = (input1 * input2).sum(dim)
+    cos = dot / _C.sqrt(((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps))
+    loss = _C.where(target == 1, 1 - cos, 0.0) + _C.where(target == -1, _C.clamp(cos - margin, min=0), 0.0)
+    return _reduce(loss, reduction)
+
+
+def _pairwise_distance(x1, x2, p, eps):
+    return _C.linalg_vector_norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance over the last dim."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"triplet_margin_loss: The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, "
+                           f"and negative {dims[2]}D inputs")
+    d_pos = _pairwise_distance(anchor, positive, p, eps)
+    d_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
