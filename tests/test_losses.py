@@ -1,7 +1,7 @@
 """ember.nn.functional's losses (composites of ember ops): values against NumPy
 references and, when it is installed, PyTorch over the reductions, weights,
-ignore_index, label smoothing and K-dim inputs; float64 gradcheck and
-gradgradcheck; the legacy size_average/reduce arguments; and the errors."""
+ignore_index, label smoothing and K-dim inputs; float64 gradcheck (with the
+forward-mode JVP) and gradgradcheck (with forward-over-reverse); the legacy size_average/reduce arguments; and the errors."""
 import warnings
 
 import numpy as np
@@ -240,8 +240,8 @@ def test_gradcheck_and_gradgradcheck(case):
     _, fn, shape = case
     # Away from the kinks of l1/smooth_l1/huber so the numerical derivative is smooth.
     x = ember.tensor(np.random.default_rng(8).standard_normal(shape) * 3 + 0.05, requires_grad=True)
-    assert gradcheck(fn, (x,))
-    assert gradgradcheck(fn, (x,))
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
 
 
 @needs_torch
@@ -414,8 +414,8 @@ def _second_group_grad_cases():
 def test_second_group_gradcheck_and_gradgradcheck(case):
     _, fn = case
     x = ember.tensor(np.random.default_rng(14).standard_normal((3, 4)) * 2 + 0.05, requires_grad=True)
-    assert gradcheck(fn, (x,))
-    assert gradgradcheck(fn, (x,))
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
 
 
 @needs_torch

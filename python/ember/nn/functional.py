@@ -1,6 +1,6 @@
 """ember.nn.functional, as torch.nn.functional: the activations (kernels in
 ember._C._nn and ember itself, declared in ops.yaml) with PyTorch's Python
-signatures, `inplace=` flags and defaults."""
+signatures, `inplace=` flags and defaults; the losses, composites of ember ops."""
 import math
 import warnings
 
