@@ -1,7 +1,8 @@
 """ember.nn.functional's losses (composites of ember ops): values against NumPy
 references and, when it is installed, PyTorch over the reductions, weights,
 ignore_index, label smoothing and K-dim inputs; float64 gradcheck (with the
-forward-mode JVP) and gradgradcheck (with forward-over-reverse); the legacy size_average/reduce arguments; and the errors."""
+forward-mode JVP) and gradgradcheck (with forward-over-reverse); the legacy
+size_average/reduce arguments; and the errors."""
 import warnings
 
 import numpy as np
