@@ -361,7 +361,27 @@ def mlp_benches():
 def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
-            + matmul_benches() + mlp_benches())
+            + matmul_benches() + mlp_benches() + loss_benches())
+
+
+def loss_benches():
+    """Issue 11's losses: a language-model-sized cross_entropy, forward and backward."""
+    n, classes = 4096, 32000
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        logits = lib.randn(n, classes)
+        logits.requires_grad_(True)
+        target = lib.mod.randint(0, classes, (n,), **lib.device_kwargs())
+        functional = lib.mod.nn.functional
+
+        def step():
+            logits.grad = None
+            functional.cross_entropy(logits, target).backward()
+        return step
+
+    return [Bench("losses", f"cross_entropy fwd+bwd {n}x{classes}", "ms", build, columns=TORCHLIKE_COLUMNS)]
 
 
 # --------------------------------------------------------------------------
