@@ -68,6 +68,12 @@ NOT_IN_HARNESS = {
                 lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
     "scatter_add": [(lambda a, s: ember.scatter_add(a * a, 0, ember.tensor([[1, 0], [1, 1]]), s * s),
                      lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, -0.5], [2.0, 0.25]])), {})],
+    "index_select": [(lambda a: ember.index_select(a, 1, ember.tensor([1, 0, 1])) ** 2,
+                      lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "masked_fill.Scalar": [(lambda a: (a * a).masked_fill(ember.tensor([True, False]), 1.5) * a,
+                            lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "masked_fill.Tensor": [(lambda a, v: (a * a).masked_fill(ember.tensor([False, True]), v * v) * a,
+                            lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64(1.25)), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

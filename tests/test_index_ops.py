@@ -219,3 +219,101 @@ def test_cuda_slot_raises_naming_op_and_device():
         ember.gather(a, 1, idx)
     with pytest.raises(NotImplementedError, match="scatter_add: .*not implemented on cuda"):
         ember.scatter_add(a, 1, idx, a)
+
+
+# ---------------------------------------------------------------- index_select, masked_fill
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_index_select_and_masked_fill_match_numpy(dtype):
+    rng = np.random.default_rng(4)
+    a = sample((4, 5), dtype, rng)
+    for dim in (0, 1, -1):
+        idx = rng.integers(0, a.shape[dim], size=6)
+        for index in (ember.tensor(idx), ember.tensor(idx).to(ember.int32)):
+            got = a.index_select(dim, index)
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(as_np(got), np.take(as_np(a), idx, axis=dim))
+    mask = rng.integers(0, 2, size=5).astype(bool)
+    value = True if dtype == "bool" else 3
+    want = np.where(mask, np.array(value).astype(as_np(a).dtype), as_np(a))
+    got = a.masked_fill(ember.tensor(mask), value)
+    assert got.dtype == a.dtype
+    np.testing.assert_array_equal(as_np(got), want)
+    np.testing.assert_array_equal(as_np(a.masked_fill(ember.tensor(mask), ember.tensor(value))), want)
+    a.masked_fill_(ember.tensor(mask), value)
+    np.testing.assert_array_equal(as_np(a), want)
+
+
+def test_index_select_and_masked_fill_layouts():
+    x = ember.tensor(3.0)
+    assert x.index_select(0, ember.tensor([0])).shape == ()
+    a = ember.randn(4, 3).t()                               # non-contiguous
+    np.testing.assert_array_equal(a.index_select(1, ember.tensor(2)).numpy(), a.numpy()[:, [2]])
+    assert a.index_select(0, ember.zeros(0, dtype=ember.int64)).shape == (0, 4)
+    out = ember.empty(0)
+    ember.index_select(a, 1, ember.tensor([3, 3]), out=out)
+    np.testing.assert_array_equal(out.numpy(), a.numpy()[:, [3, 3]])
+    # out-of-place masked_fill broadcasts self and mask, as PyTorch's
+    got = ember.zeros(3).masked_fill(ember.tensor([[True], [False]]), 1)
+    np.testing.assert_array_equal(got.numpy(), [[1, 1, 1], [0, 0, 0]])
+    ints = ember.zeros(3, dtype=ember.int64).masked_fill(ember.tensor([True, False, True]), 2.7)
+    assert ints.dtype == ember.int64 and ints.tolist() == [2, 0, 2]
+
+
+MORE_CASES = [
+    lambda m: m.randn(3, 4).index_select(0, m.tensor([5])),
+    lambda m: m.randn(3, 4).index_select(0, m.tensor([[1]])),
+    lambda m: m.randn(3, 4).index_select(0, m.tensor([1.0])),
+    lambda m: m.tensor(3.0).index_select(0, m.tensor([0, 0])),
+    lambda m: m.randn(3, 4).masked_fill(m.ones(3, 4), 1.0),
+    lambda m: m.randn(3, 4).masked_fill(m.ones(3, 4, dtype=m.bool), m.ones(2)),
+    lambda m: m.randn(3, 4).masked_fill_(m.ones(2, 3, 4, dtype=m.bool), 1.0),
+    lambda m: m.randn(3, 4).masked_fill(m.ones(2, 4, dtype=m.bool), 1.0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MORE_CASES)))
+def test_index_select_and_masked_fill_errors_match_pytorch(case):
+    got = error_of(MORE_CASES[case], ember)
+    assert got is not None
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    want = error_of(MORE_CASES[case], torch)
+    assert got[0] == want[0], (got, want)
+
+
+def test_index_select_and_masked_fill_autograd():
+    a, v = f64(3, 4), ember.tensor(0.5, dtype=ember.float64, requires_grad=True)
+    idx, mask = ember.tensor([2, 0, 2]), ember.tensor([True, False, False, True])
+    assert gradcheck(lambda x: x.index_select(1, idx), (a,))
+    assert gradgradcheck(lambda x: x.index_select(0, idx) ** 2, (a,))
+    assert gradcheck(lambda x, y: x.masked_fill(mask, y), (a, v))
+    assert gradgradcheck(lambda x, y: (x * x).masked_fill(mask, y * y), (a, v))
+    assert gradcheck(lambda x: (x * 1).masked_fill_(mask, 2.0), (a,))
+    ta, tv = ember.randn(3, 4, dtype=ember.float64), ember.tensor(2.0, dtype=ember.float64)
+    with fwAD.dual_level():
+        out = fwAD.make_dual(a.detach(), ta).index_select(1, idx)
+        np.testing.assert_array_equal(fwAD.unpack_dual(out).tangent.numpy(), ta.numpy()[:, [2, 0, 2]])
+        out = fwAD.make_dual(a.detach(), ta).masked_fill(mask, fwAD.make_dual(v.detach(), tv))
+        np.testing.assert_array_equal(fwAD.unpack_dual(out).tangent.numpy(), np.where(mask.numpy(), 2.0, ta.numpy()))
+
+
+def test_inplace_forms_on_non_leaf_and_views():
+    """scatter_add_ and masked_fill_ (both overloads) on a non-leaf self and on a view of a non-leaf base."""
+    a, src, v = f64(3, 4), f64(2, 3), ember.tensor(0.5, dtype=ember.float64, requires_grad=True)
+    mask = ember.tensor([True, False, False, True])
+    forms = {
+        "scatter_add_": (lambda x, s: (x * x).scatter_add_(0, IDX, s * s), (a, src)),
+        "masked_fill_ Scalar": (lambda x: (x * x).masked_fill_(mask, 2.0) * x, (a,)),
+        "masked_fill_ Tensor": (lambda x, y: (x * x).masked_fill_(mask, y * y) * x, (a, v)),
+    }
+
+    def on_view(x, s, y):
+        base = x * x
+        base[1:].scatter_add_(1, IDX, s)
+        base[0].masked_fill_(mask, y)
+        return base * x
+
+    forms["views"] = (on_view, (a, src, v))
+    for name, (fn, inputs) in forms.items():
+        assert gradcheck(fn, inputs), name
+        assert gradgradcheck(fn, inputs), name
