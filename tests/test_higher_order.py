@@ -64,6 +64,16 @@ NOT_IN_HARNESS = {
     "prelu": [(lambda a, w: ember.prelu(a * a - 1, w) * a,
                lambda: (t64([[1.3, -0.4, 0.2], [-1.1, 0.7, 1.6]]), t64([0.25, -0.5, 1.5])), {}),
               (ember.prelu, lambda: (t64([0.5, -1.5, 2.0]), t64([0.3])), {})],
+    "gather": [(lambda a: ember.gather(a, 1, ember.tensor([[0, 1, 1], [1, 0, 0]])) ** 2,
+                lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "scatter_add": [(lambda a, s: ember.scatter_add(a * a, 0, ember.tensor([[1, 0], [1, 1]]), s * s),
+                     lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, -0.5], [2.0, 0.25]])), {})],
+    "index_select": [(lambda a: ember.index_select(a, 1, ember.tensor([1, 0, 1])) ** 2,
+                      lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "masked_fill.Scalar": [(lambda a: (a * a).masked_fill(ember.tensor([True, False]), 1.5) * a,
+                            lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
+    "masked_fill.Tensor": [(lambda a, v: (a * a).masked_fill(ember.tensor([False, True]), v * v) * a,
+                            lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64(1.25)), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -361,7 +361,7 @@ def mlp_benches():
 def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
-            + matmul_benches() + mlp_benches() + loss_benches())
+            + matmul_benches() + mlp_benches() + loss_benches() + index_benches())
 
 
 def loss_benches():
@@ -382,6 +382,30 @@ def loss_benches():
         return step
 
     return [Bench("losses", f"cross_entropy fwd+bwd {n}x{classes}", "ms", build, columns=TORCHLIKE_COLUMNS)]
+
+
+def index_benches():
+    # 1e7 float32 elements, int64 indices along dim 1 of rows of 1000 (duplicates included).
+    shape = (10_000, 1_000)
+
+    def inputs(lib):
+        rng = np.random.default_rng(0)
+        a = lib.mod.tensor(rng.standard_normal(shape, dtype=np.float32))
+        return a, lib.mod.tensor(rng.integers(0, shape[1], size=shape))
+
+    def gather(lib):
+        a, idx = inputs(lib)
+        return lambda: lib.mod.gather(a, 1, idx)
+
+    def scatter_add(lib):
+        a, idx = inputs(lib)
+        return lambda: lib.mod.scatter_add(a, 1, idx, a)
+
+    section = "index (GB/s = bytes of input, index and result)"
+    n = shape[0] * shape[1]
+    return [Bench(section, "gather 1e7", "GB/s", gather, work=n * (2 * F32 + 8), columns=TORCHLIKE_COLUMNS),
+            Bench(section, "scatter_add 1e7", "GB/s", scatter_add, work=n * (3 * F32 + 8),
+                  columns=TORCHLIKE_COLUMNS)]
 
 
 # --------------------------------------------------------------------------
