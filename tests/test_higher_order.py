@@ -64,6 +64,15 @@ NOT_IN_HARNESS = {
     "prelu": [(lambda a, w: ember.prelu(a * a - 1, w) * a,
                lambda: (t64([[1.3, -0.4, 0.2], [-1.1, 0.7, 1.6]]), t64([0.25, -0.5, 1.5])), {}),
               (ember.prelu, lambda: (t64([0.5, -1.5, 2.0]), t64([0.3])), {})],
+    # scans (issue 11): diagonal's gradient and diff's optional tensors are no harness samples
+    "_diagonal_backward": [(lambda g: ember._diagonal_backward(g * g, [3, 4], 1, 0, 1) * 2,
+                            lambda: (t64([1.0, -2.0, 0.5]),), {})],
+    "_cumprod_backward": [(lambda g, a: ember._cumprod_backward(g * a, a, 0, ember.cumprod(a, 0)),
+                           lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
+    "_cumprod_jvp": [(lambda t, a: ember._cumprod_jvp(t * a, a, 0, ember.cumprod(a, 0)),
+                      lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
+    "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
+             (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

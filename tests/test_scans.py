@@ -129,3 +129,115 @@ def test_flip_is_a_copy_and_differentiable():
     assert y.tolist() == [[3.0, 2.0, 1.0], [6.0, 5.0, 4.0]]
     w = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
     assert gradcheck(lambda t: t.flip(0, 1), (w,))
+
+
+# ---------------------------------------------------------------- diff, diagonal and the reorderings
+ALL_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_diff_matches_numpy(dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, (3, 5)).astype(np.float32)
+    p, q = rng.integers(0, 4, (3, 2)).astype(np.float32), rng.integers(0, 4, (1, 5)).astype(np.float32)
+    t = lambda v: ember.tensor(v).to(getattr(ember, dtype))  # noqa: E731
+    np_dtype = bool if dtype == "bool" else np.float64
+    for args, kwargs, ref in [((), {}, np.diff(a.astype(np_dtype))),
+                              ((2, 0), {}, np.diff(a.astype(np_dtype), 2, 0)),
+                              ((1, 1), {"prepend": t(p)}, np.diff(a.astype(np_dtype), 1, 1, prepend=p.astype(np_dtype))),
+                              ((3, 0), {"append": t(q)}, np.diff(a.astype(np_dtype), 3, 0, append=q.astype(np_dtype))),
+                              ((0,), {}, a.astype(np_dtype))]:
+        got = ember.diff(t(a), *args, **kwargs)
+        assert got.dtype == getattr(ember, dtype)
+        if dtype == "uint8":  # unsigned differences wrap, as in PyTorch
+            ref = np.mod(ref, 256)
+        np.testing.assert_allclose(got.to(ember.float64).numpy(), ref.astype(np.float64))
+
+
+def test_diff_errors():
+    with pytest.raises(RuntimeError, match="diff expects input to be at least one-dimensional"):
+        ember.diff(ember.tensor(1.0))
+    with pytest.raises(RuntimeError, match="order must be non-negative but got -1"):
+        ember.diff(ember.ones(3), -1)
+
+
+def test_jvps_of_diff_and_diagonal_backward():
+    a = ember.randn(4, 3, dtype=ember.float64, requires_grad=True)
+    p = ember.randn(1, 3, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda x, y: ember.diff(x, 2, 0, prepend=y), (a, p), check_forward_ad=True)
+    g = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda v: ember._diagonal_backward(v, [3, 5], -1, 1, 0), (g,), check_forward_ad=True)
+
+
+def test_diagonal_is_a_view_and_writes_through():
+    x = ember.zeros(3, 4)
+    d = x.diagonal(1)
+    d.fill_(1.0)
+    assert x.tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+def test_reorderings_match_torch():
+    a = np.random.default_rng(4).standard_normal((3, 4, 5)).astype(np.float32)
+    e, t = ember.tensor(a), torch.tensor(a)
+    for f in [lambda m, x: m.roll(x, 2), lambda m, x: m.roll(x, (1, -2), (0, 2)), lambda m, x: m.rot90(x, 1, (2, 1)),
+              lambda m, x: m.tril(x, -1), lambda m, x: m.triu(x, 2), lambda m, x: m.diagonal(x, 1, 2, 0),
+              lambda m, x: m.diag_embed(x, -1, 0, 3), lambda m, x: m.movedim(x, (0, 2), (2, 1)),
+              lambda m, x: m.unflatten(x, 2, (5, -1)), lambda m, x: m.fliplr(x), lambda m, x: m.flipud(x),
+              lambda m, x: m.trace(x[0]), lambda m, x: m.diag(x[0], 1), lambda m, x: m.diag(x[0, 0], -1)]:
+        np.testing.assert_allclose(f(ember, e).numpy(), f(torch, t).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda x: ember.roll(x, [1], [0, 1]), RuntimeError, "shifts and dimensions must align. shifts: 1, dims:2"),
+    (lambda x: ember.rot90(x, 1, [0]), RuntimeError, "expected total rotation dims == 2, but got dims = 1"),
+    (lambda x: ember.rot90(x, 1, [0, 0]), RuntimeError, "expected rotation dims to be different"),
+    (lambda x: ember.tril(x[0]), RuntimeError, "tril: input tensor must have at least 2 dimensions"),
+    (lambda x: ember.fliplr(x[0]), RuntimeError, r"Input must be >= 2-d."),
+    (lambda x: ember.flipud(x[0, 0]), RuntimeError, r"Input must be >= 1-d."),
+    (lambda x: ember.trace(x[None]), RuntimeError, "trace: expected a matrix, but got tensor with dim 3"),
+    (lambda x: ember.diag(x[None]), RuntimeError, r"diag\(\): Supports 1D or 2D tensors. Got 3D"),
+    (lambda x: ember.diagonal(x, 0, 0, 0), RuntimeError, "diagonal dimensions cannot be identical 0, 0"),
+    (lambda x: ember.diagonal(x, 0, 0, 2), IndexError, "Dimension out of range"),
+    (lambda x: ember.movedim(x, [0, 1], [0]), RuntimeError, "movedim: Invalid source or destination dims"),
+    (lambda x: ember.unflatten(x, 1, [2, 2]), RuntimeError, "unflatten: Provided sizes \\[2, 2\\] don't multiply up"),
+])
+def test_reordering_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call(ember.ones(2, 3))
+
+
+# ---------------------------------------------------------------- cumprod
+@pytest.mark.parametrize("shape,dim", SHAPES[:6], ids=[f"{s}-dim{d}" for s, d in SHAPES[:6]])
+def test_cumprod_large_matches_float64(threads, shape, dim):
+    a = np.random.default_rng(5).uniform(0.999, 1.001, shape).astype(np.float32)
+    got = ember.cumprod(ember.tensor(a), dim).numpy()
+    np.testing.assert_allclose(got, np.cumprod(a.astype(np.float64), axis=dim), rtol=1e-5)
+
+
+@pytest.mark.parametrize("values", [[1.5, 0.0, -0.5, 2.0], [0.0, 0.0, 2.0, 3.0], [1.5, 2.0, -0.5, 0.0], [1.5, -2.0, 0.5, 3.0]])
+def test_cumprod_gradients_with_zeros(values):
+    """As PyTorch: the gradient at a zero is the product of the other factors, not NaN."""
+    x = ember.tensor([values, values[::-1]], dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: ember.cumprod(t, 1), (x,), check_forward_ad=True)
+    assert gradgradcheck(lambda t: ember.cumprod(t, 1), (x,))
+    if torch is not None:
+        t = torch.tensor([values, values[::-1]], dtype=torch.float64, requires_grad=True)
+        torch.cumprod(t, 1).sum().backward()
+        ember.cumprod(x, 1).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_jvps_of_the_cumprod_helpers():
+    a = ember.tensor([1.5, 0.0, -0.5, 0.0], dtype=ember.float64)
+    r = ember.cumprod(a, 0)
+    g = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda v: ember._cumprod_backward(v, a, 0, r), (g,), check_forward_ad=True)
+    assert gradcheck(lambda v: ember._cumprod_jvp(v, a, 0, r), (g,), check_forward_ad=True)
+
+
+def test_cumprod_dtype_and_errors():
+    assert ember.cumprod(ember.tensor([2, 3, 4], dtype=ember.int8), 0).dtype == ember.int64
+    assert ember.cumprod(ember.tensor([2, 3]), 0, dtype=ember.float64).tolist() == [2.0, 6.0]
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.cumprod(ember.ones(2), 1)

@@ -1,4 +1,4 @@
-// cumsum on the CPU. The input is cast to the result dtype (`dtype=`, else int64
+// cumsum and cumprod on the CPU. The input is cast to the result dtype (`dtype=`, else int64
 // for integral/bool inputs, as PyTorch) and made contiguous, so the scan runs over
 // [outer, n, inner]. Sums accumulate as PyTorch's CPU acc_type does: float and
 // double in double, float16/bfloat16 in float, integers in int64, so a 1e7-long
@@ -18,6 +18,7 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/ops/contiguous.h"
+#include "ember/ops/cumprod.h"
 #include "ember/ops/cumsum.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
@@ -35,36 +36,52 @@ constexpr int kInterleave = 4;
 // Lanes scanned together when the scanned dim is not the last.
 constexpr int64_t kLaneBlock = 256;
 
-template <typename T, typename A>
+enum class Scan { Sum, Prod };
+
+template <Scan S, typename A>
+constexpr A identity() { return S == Scan::Sum ? A(0) : A(1); }
+
+template <Scan S, typename A>
+inline A combine(A a, A b) {
+  if constexpr (S == Scan::Sum) return a + b;
+  else return a * b;
+}
+
+template <Scan S, typename T, typename A>
 void scan_row(const T* __restrict x, T* __restrict y, int64_t n, A acc) {
   for (int64_t i = 0; i < n; ++i) {
-    acc += static_cast<A>(x[i]);
+    acc = combine<S>(acc, static_cast<A>(x[i]));
     y[i] = static_cast<T>(acc);
   }
 }
 
-template <typename T, typename A>
-A segment_sum(const T* __restrict x, int64_t n) {
-  A s = 0;
+template <Scan S, typename T, typename A>
+A segment_total(const T* __restrict x, int64_t n) {
+  A s = identity<S, A>();
+  if constexpr (S == Scan::Sum) {
 #pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += static_cast<A>(x[i]);
+    for (int64_t i = 0; i < n; ++i) s += static_cast<A>(x[i]);
+  } else {
+#pragma omp simd reduction(* : s)
+    for (int64_t i = 0; i < n; ++i) s *= static_cast<A>(x[i]);
+  }
   return s;
 }
 
-// One long row: `nseg` segments of `len` elements (the last shorter), their sums
-// first, then each scanned from the sum of those before it.
-template <typename T, typename A>
+// One long row: `nseg` segments of `len` elements (the last shorter), their totals
+// first, then each scanned from the total of those before it.
+template <Scan S, typename T, typename A>
 void scan_long_row(const T* x, T* y, int64_t n, int nthreads) {
   const int64_t nseg = int64_t(nthreads) * kInterleave;
   const int64_t len = (n + nseg - 1) / nseg;
-  std::vector<A> offset(nseg + 1, A(0));
+  std::vector<A> offset(nseg + 1, identity<S, A>());
   parallel_for(nseg, 1, [&](int64_t b, int64_t e) {
     for (int64_t s = b; s < e; ++s) {
       const int64_t lo = std::min(n, s * len), hi = std::min(n, lo + len);
-      offset[s + 1] = segment_sum<T, A>(x + lo, hi - lo);
+      offset[s + 1] = segment_total<S, T, A>(x + lo, hi - lo);
     }
   });
-  for (int64_t s = 0; s < nseg; ++s) offset[s + 1] += offset[s];
+  for (int64_t s = 0; s < nseg; ++s) offset[s + 1] = combine<S>(offset[s], offset[s + 1]);
   const int64_t groups = nseg / kInterleave;
   parallel_for(groups, 1, [&](int64_t b, int64_t e) {
     for (int64_t g = b; g < e; ++g) {
@@ -79,32 +96,32 @@ void scan_long_row(const T* x, T* y, int64_t n, int nthreads) {
         T* __restrict ys = y + lo0;
         for (int64_t i = 0; i < len; ++i) {
           for (int k = 0; k < kInterleave; ++k) {
-            acc[k] += static_cast<A>(xs[k * len + i]);
+            acc[k] = combine<S>(acc[k], static_cast<A>(xs[k * len + i]));
             ys[k * len + i] = static_cast<T>(acc[k]);
           }
         }
       } else {
         for (int k = 0; k < kInterleave; ++k) {
           const int64_t lo = std::min(n, (s0 + k) * len), hi = std::min(n, lo + len);
-          scan_row<T, A>(x + lo, y + lo, hi - lo, offset[s0 + k]);
+          scan_row<S, T, A>(x + lo, y + lo, hi - lo, offset[s0 + k]);
         }
       }
     }
   });
 }
 
-template <typename T>
-void cumsum_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+template <Scan S, typename T>
+void scan_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   using A = scan_acc_t<T>;
   const int nthreads = get_num_threads();
   if (inner == 1) {
     // Long rows that cannot keep every thread busy on their own get split.
     if (outer < nthreads && n > kGrainSize && nthreads > 1 && !in_parallel_region()) {
-      for (int64_t r = 0; r < outer; ++r) scan_long_row<T, A>(x + r * n, y + r * n, n, nthreads);
+      for (int64_t r = 0; r < outer; ++r) scan_long_row<S, T, A>(x + r * n, y + r * n, n, nthreads);
       return;
     }
     parallel_for(outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) scan_row<T, A>(x + r * n, y + r * n, n, A(0));
+      for (int64_t r = b; r < e; ++r) scan_row<S, T, A>(x + r * n, y + r * n, n, identity<S, A>());
     });
     return;
   }
@@ -116,7 +133,7 @@ void cumsum_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
                  for (int64_t t = b; t < e; ++t) {
                    const int64_t o = t / blocks, j0 = (t % blocks) * kLaneBlock;
                    const int64_t w = std::min(kLaneBlock, inner - j0);
-                   for (int64_t j = 0; j < w; ++j) acc[j] = 0;
+                   for (int64_t j = 0; j < w; ++j) acc[j] = identity<S, A>();
                    const T* xo = x + o * n * inner + j0;
                    T* yo = y + o * n * inner + j0;
                    for (int64_t i = 0; i < n; ++i) {
@@ -124,7 +141,7 @@ void cumsum_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
                      T* __restrict yr = yo + i * inner;
 #pragma omp simd
                      for (int64_t j = 0; j < w; ++j) {
-                       acc[j] += static_cast<A>(xr[j]);
+                       acc[j] = combine<S>(acc[j], static_cast<A>(xr[j]));
                        yr[j] = static_cast<T>(acc[j]);
                      }
                    }
@@ -132,10 +149,9 @@ void cumsum_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
                });
 }
 
-}  // namespace
-
-Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const int64_t d = wrap_dim(dim, self.dim(), "cumsum");
+template <Scan S>
+Tensor scan_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
+  const int64_t d = wrap_dim(dim, self.dim(), op);
   const ScalarType out_dtype = dtype ? *dtype : (is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype());
   const Tensor input = ember::contiguous(cast_to(self, out_dtype));
   Tensor output = empty_tensor(self.sizes(), out_dtype, self.device());
@@ -147,9 +163,19 @@ Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dty
     else if (k > d) inner *= self.sizes()[k];
   }
   visit_dtype(out_dtype, [&]<typename T>() {
-    cumsum_kernel<T>(input.data<T>(), output.data<T>(), outer, n, inner);
+    scan_kernel<S, T>(input.data<T>(), output.data<T>(), outer, n, inner);
   });
   return output;
+}
+
+}  // namespace
+
+Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return scan_impl<Scan::Sum>(self, dim, dtype, "cumsum");
+}
+
+Tensor cumprod_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return scan_impl<Scan::Prod>(self, dim, dtype, "cumprod");
 }
 
 }  // namespace ember::cpu
