@@ -70,7 +70,8 @@ def rand(*shape):
 # copies, conversions, fills, prelu's per-channel weight) or their gradcheck is off (rounding divisions, remainder).
 OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.device", "to.other", "pow.Scalar",
               "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu",
-              "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp"}  # scans (issue 11): JVPs checked in tests/test_scans.py
+              "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
+              "hstack", "vstack", "dstack"}  # scans (issue 11): JVPs checked in tests/test_scans.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

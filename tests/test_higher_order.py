@@ -71,6 +71,9 @@ NOT_IN_HARNESS = {
                            lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
     "_cumprod_jvp": [(lambda t, a: ember._cumprod_jvp(t * a, a, 0, ember.cumprod(a, 0)),
                       lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
+    **{name: [(lambda a, b, f=getattr(ember, name): f([a * a, b]) * 2,
+                lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, 2.0], [-1.0, 0.25]])), {})]
+       for name in ("hstack", "vstack", "dstack")},
     "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
              (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
 }

@@ -241,3 +241,34 @@ def test_cumprod_dtype_and_errors():
     assert ember.cumprod(ember.tensor([2, 3]), 0, dtype=ember.float64).tolist() == [2.0, 6.0]
     with pytest.raises(IndexError, match="Dimension out of range"):
         ember.cumprod(ember.ones(2), 1)
+
+
+# ---------------------------------------------------------------- hstack, vstack, dstack
+STACK_SHAPES = [[(3,), (2,)], [(2, 3), (2, 1)], [(), ()], [(2, 3, 4), (2, 5, 4)]]
+
+
+@pytest.mark.parametrize("name", ["hstack", "vstack", "dstack"])
+@pytest.mark.parametrize("shapes", STACK_SHAPES, ids=[str(s) for s in STACK_SHAPES])
+def test_stackers_match_numpy(name, shapes):
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    try:
+        want = getattr(np, name)(arrays)
+    except ValueError:
+        with pytest.raises(RuntimeError):
+            getattr(ember, name)([ember.tensor(a) for a in arrays])
+        return
+    got = getattr(ember, name)([ember.tensor(a) for a in arrays])
+    np.testing.assert_allclose(got.numpy(), want)
+    out = ember.empty(0, dtype=ember.float64)
+    getattr(ember, name)([ember.tensor(a) for a in arrays], out=out)
+    np.testing.assert_allclose(out.numpy(), want)
+    xs = [ember.tensor(a, requires_grad=True) for a in arrays]
+    assert gradcheck(lambda *t: getattr(ember, name)(list(t)), tuple(xs), check_forward_ad=True)
+    assert gradgradcheck(lambda *t: getattr(ember, name)(list(t)), tuple(xs))
+
+
+@pytest.mark.parametrize("name", ["hstack", "vstack", "dstack"])
+def test_stackers_reject_an_empty_list(name):
+    with pytest.raises(RuntimeError, match=f"{name} expects a non-empty TensorList"):
+        getattr(ember, name)([])
