@@ -71,7 +71,9 @@ def rand(*shape):
 OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.device", "to.other", "pow.Scalar",
               "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu",
               "gather", "scatter_add", "index_select", "masked_fill.Scalar",
-              "masked_fill.Tensor"}  # their JVPs: tests/test_index_ops.py
+              "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
+              "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
+              "hstack", "vstack", "dstack"}  # scans (issue 11): JVPs checked in tests/test_scans.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

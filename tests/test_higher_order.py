@@ -74,6 +74,18 @@ NOT_IN_HARNESS = {
                             lambda: (t64([[1.0, -2.0], [0.5, 3.0]]),), {})],
     "masked_fill.Tensor": [(lambda a, v: (a * a).masked_fill(ember.tensor([False, True]), v * v) * a,
                             lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64(1.25)), {})],
+    # scans (issue 11): diagonal's gradient and diff's optional tensors are no harness samples
+    "_diagonal_backward": [(lambda g: ember._diagonal_backward(g * g, [3, 4], 1, 0, 1) * 2,
+                            lambda: (t64([1.0, -2.0, 0.5]),), {})],
+    "_cumprod_backward": [(lambda g, a: ember._cumprod_backward(g * a, a, 0, ember.cumprod(a, 0)),
+                           lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
+    "_cumprod_jvp": [(lambda t, a: ember._cumprod_jvp(t * a, a, 0, ember.cumprod(a, 0)),
+                      lambda: (t64([1.0, -2.0, 0.5, 2.0]), t64([1.5, 0.0, -0.5, 0.0])), {})],
+    **{name: [(lambda a, b, f=getattr(ember, name): f([a * a, b]) * 2,
+                lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, 2.0], [-1.0, 0.25]])), {})]
+       for name in ("hstack", "vstack", "dstack")},
+    "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
+             (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -361,7 +361,8 @@ def mlp_benches():
 def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
-            + matmul_benches() + mlp_benches() + loss_benches() + index_benches())
+            + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
+            + scan_benches())
 
 
 def loss_benches():
@@ -464,3 +465,16 @@ def cuda_benches():
         Bench(mm, "matmul 8192 float32", "GFLOP/s", matmul("float32"), work=2 * 8192**3, columns=cols),
         Bench(mm, "matmul 8192 bfloat16", "GFLOP/s", matmul("bfloat16"), work=2 * 8192**3, columns=cols),
     ] + mlp_benches())
+
+
+# ---------------------------------------------------------------- scans (issue 11)
+def scan_benches():
+    n = 10**7
+
+    def build(lib):
+        a = lib.randn(n)
+        if lib.is_numpy:
+            return lambda: np.cumsum(a)
+        return lambda: lib.mod.cumsum(a, 0)
+
+    return [Bench("scans (GB/s = bytes read + written)", "cumsum 1e7", "GB/s", build, work=2 * n * F32)]
