@@ -38,9 +38,10 @@ class OpHeaders:
     dispatch tables or kernels it names."""
 
     def __init__(self, ops):
-        self.header_of = {}
+        # An op's own name wins over another op's derived name (dropout_ is an op and dropout's in-place form).
+        self.header_of = {op.cpp_name: op.name for op in ops}
         for op in ops:
-            names = [op.cpp_name, op.cpp_name + "_", op.cpp_name + "_out", op.cpp_name + "_fn"]
+            names = [op.cpp_name + "_", op.cpp_name + "_out", op.cpp_name + "_fn"]
             names += list(op.kernels.values()) if op.kind == "kernel" else []
             for n in names:
                 self.header_of.setdefault(n, op.name)

@@ -1,5 +1,6 @@
 """The Python surface: binding groups (overloads sharing a Python name), the
 argument specs the C++ parser walks, the `_C/*.pyi` stubs and the op reference."""
+import keyword
 from dataclasses import dataclass, field
 
 from .cpp import literal, value_type
@@ -246,6 +247,7 @@ def _pyi_params(params, rename_self, numbers=()):
             parts.append("*")
             kw = True
         name = "input" if rename_self and p.name == "self" else p.name
+        name = name + "_" if keyword.iskeyword(name) else name  # random_'s `from`, spelled as PyTorch's stubs
         s = f"{name}: {_pyi_type(p.type, p.name in numbers)}"
         if p.has_default:
             s += " = ..."

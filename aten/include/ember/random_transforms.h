@@ -27,9 +27,9 @@ EMBER_HD inline T uniform_of(uint32_t x) {
 // Box-Muller: a pair of uniforms (u1, u2) gives the pair (r cos, r sin); k picks one.
 EMBER_HD inline double box_muller(double u1, double u2, int k) {
   constexpr double kTwoPi = 6.283185307179586476925286766559;
-  double r = sqrt(-2.0 * log(1.0 - u1));  // 1 - u1 lies in (0, 1]
+  double r = ::sqrt(-2.0 * ::log(1.0 - u1));  // 1 - u1 lies in (0, 1]
   double theta = kTwoPi * u2;
-  return (k & 1) ? r * sin(theta) : r * cos(theta);
+  return (k & 1) ? r * ::sin(theta) : r * ::cos(theta);
 }
 
 // Uniform in [0, 1): 53 bits a double (two a block), else one word a value.

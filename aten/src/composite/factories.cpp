@@ -25,6 +25,7 @@
 #include "ember/ops/to.h"
 #include "ember/ops/zeros.h"
 #include "ember/parallel.h"
+#include "ember/random_fill.h"
 #include "ember/random_transforms.h"
 #include "ember/tensor.h"
 
@@ -55,6 +56,13 @@ Generator* default_generator(Device device) {
     gen = new Generator();
     gen->device = Device(DeviceType::CUDA, index);
   }
+  return gen;
+}
+
+Generator* generator_for(Generator* gen, Device device, const char* op) {
+  if (!gen) return default_generator(device);
+  EMBER_CHECK(gen->device.type == device.type, Runtime, op, "(): expected a '", device.is_cuda() ? "cuda" : "cpu",
+              "' device type for generator but found '", gen->device.is_cuda() ? "cuda" : "cpu", "'");
   return gen;
 }
 
@@ -93,9 +101,7 @@ void fill_indexed(T* out, int64_t n, F&& f) {
 void random_fill(const Tensor& t, Generator* gen, const char* op, const char* distribution, int64_t low = 0,
                  int64_t high = 0) {
   const Device dev = t.device();
-  if (!gen) gen = default_generator(dev);
-  EMBER_CHECK(gen->device.type == dev.type, Runtime, op, "(): expected a '", dev.is_cuda() ? "cuda" : "cpu",
-              "' device type for generator but found '", gen->device.is_cuda() ? "cuda" : "cpu", "'");
+  gen = generator_for(gen, dev, op);
   const int64_t n = t.numel();
   if (n == 0) return;
   const random::FillArgs args = random::fill_args(t.dtype(), distribution, low, high, op);

@@ -519,3 +519,88 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     if swap:
         d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
     return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
+
+
+# ---------------------------------------------------------------- dropout (issue 11)
+# PyTorch's F checks p in Python (ValueError) and maps the 1d/2d/3d forms onto feature dropout.
+__all__ += ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"]
+
+
+def _dropout_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability p and scales the rest by 1 / (1 - p) while training."""
+    _dropout_p(p)
+    if not training or p == 0:
+        return input  # the same object, as PyTorch's
+    return (_C.dropout_ if inplace else _C.dropout)(input, p, training)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """dropout keeping the mean and variance of SELU activations."""
+    _dropout_p(p)
+    if not training or p == 0:
+        return input
+    return (_C.alpha_dropout_ if inplace else _C.alpha_dropout)(input, p, training)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels."""
+    _dropout_p(p)
+    return (_C.feature_alpha_dropout_ if inplace else _C.feature_alpha_dropout)(input, p, training)
+
+
+def _channel_dropout(input, p, training, inplace, unbatched):
+    if not unbatched:
+        return (_C.feature_dropout_ if inplace else _C.feature_dropout)(input, p, training)
+    if inplace:
+        _C.feature_dropout_(input.unsqueeze(0), p, training)  # a view: writes into input
+        return input
+    return _C.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
+
+
+def _warn_channel_dropout_dims(name, dim, spatial):
+    warnings.warn(
+        f"{name}: Received a {dim}-D input to {name}, which is deprecated and will result in an error in a "
+        f"future release. To retain the behavior and silence this warning, please use dropout instead. Note that "
+        f"{name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+        f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, L) or (C, L) inputs."""
+    _dropout_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that dropout1d exists "
+            "to provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an "
+            "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, input.dim() == 2)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, H, W) inputs (a 3-D input is read as (N, C, L), as PyTorch does)."""
+    _dropout_p(p)
+    dim = input.dim()
+    if dim not in (3, 4):
+        _warn_channel_dropout_dims("dropout2d", dim, 2)
+    if dim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
+            "instead.", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, False)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    _dropout_p(p)
+    dim = input.dim()
+    if dim not in (4, 5):
+        _warn_channel_dropout_dims("dropout3d", dim, 3)
+    return _channel_dropout(input, p, training, inplace, dim != 5)
