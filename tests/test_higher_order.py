@@ -10,6 +10,7 @@ from ember.autograd import grad, gradcheck, gradgradcheck
 from harness.collect import collect
 from harness.lint import lint
 from harness.spec import differentiable, load_spec
+from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
 
 try:
@@ -88,6 +89,7 @@ NOT_IN_HARNESS = {
     "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
              (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
     **RANDOM_OP_CASES,  # random ops (issue 11), made repeatable by reseeding
+    **ATTENTION_CASES,
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -362,7 +362,7 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches())
+            + scan_benches() + attention_benches())
 
 
 def loss_benches():
@@ -478,3 +478,21 @@ def scan_benches():
         return lambda: lib.mod.cumsum(a, 0)
 
     return [Bench("scans (GB/s = bytes read + written)", "cumsum 1e7", "GB/s", build, work=2 * n * F32)]
+
+
+def attention_benches():
+    """Issue 11's attention: causal self-attention at a GPT-2-small block's shape, forward (no autograd)."""
+    b, h, n, d = 8, 8, 512, 64
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        q, k, v = (lib.randn(b, h, n, d) for _ in range(3))
+        sdpa = lib.mod.nn.functional.scaled_dot_product_attention
+
+        def step():
+            with lib.mod.no_grad():
+                sdpa(q, k, v, is_causal=True)
+        return step
+
+    return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d}", "ms", build, columns=TORCHLIKE_COLUMNS)]

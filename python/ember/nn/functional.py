@@ -604,3 +604,8 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     if dim not in (4, 5):
         _warn_channel_dropout_dims("dropout3d", dim, 3)
     return _channel_dropout(input, p, training, inplace, dim != 5)
+
+
+# ---------------------------------------------------------------- attention (issue 11)
+__all__ += ["scaled_dot_product_attention"]
+scaled_dot_product_attention = _nn.scaled_dot_product_attention

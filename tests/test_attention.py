@@ -1,0 +1,182 @@
+"""scaled_dot_product_attention (issue 11): the blocked kernel (no autograd) and the math path
+(autograd) against a NumPy reference over masks, causality, GQA, scale, batch shapes and sizes
+around the kernel's blocks, at 1, 2 and 3 threads; gradients by gradcheck/gradgradcheck/JVP;
+PyTorch's errors."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.autograd.forward_ad as fwAD
+import ember.nn.functional as F
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+QUERY_BLOCK, KEY_BLOCK = 64, 256  # aten/src/cpu/attention.cpp's blocks
+
+
+def np_sdpa(q, k, v, mask=None, causal=False, scale=None):
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    L, S = s.shape[-2:]
+    if causal:
+        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    m = s.max(-1, keepdims=True)
+    dead = np.isneginf(m)
+    p = np.exp(s - np.where(dead, 0, m))
+    p = np.where(dead, 0, p / np.where(dead, 1, p.sum(-1, keepdims=True)))
+    return p @ v
+
+
+def run(q, k, v, grad=False, **kw):
+    args = [ember.from_numpy(np.ascontiguousarray(x)) for x in (q, k, v)]
+    if "attn_mask" in kw and isinstance(kw["attn_mask"], np.ndarray):
+        kw["attn_mask"] = ember.from_numpy(kw["attn_mask"])
+    if grad:
+        args[0].requires_grad_()
+        return F.scaled_dot_product_attention(*args, **kw).detach().numpy()
+    with ember.no_grad():
+        return F.scaled_dot_product_attention(*args, **kw).numpy()
+
+
+def randn(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+SIZES = [(1, 1), (5, 7), (QUERY_BLOCK, KEY_BLOCK), (QUERY_BLOCK + 1, KEY_BLOCK + 1), (QUERY_BLOCK - 1, KEY_BLOCK - 1),
+         (300, 70), (70, 600)]
+
+
+@pytest.mark.parametrize("L, S", SIZES)
+@pytest.mark.parametrize("grad", [False, True], ids=["kernel", "math"])
+def test_matches_reference_around_the_blocks(L, S, grad):
+    rng = np.random.default_rng(L * 1000 + S)
+    q, k, v = randn(rng, 2, 3, L, 16), randn(rng, 2, 3, S, 16), randn(rng, 2, 3, S, 24)
+    bool_mask = rng.random((L, S)) > 0.3
+    bool_mask[0] = False  # a row with every key masked gives zeros
+    for kw, mask in (({}, None), ({"is_causal": True}, None), ({"attn_mask": bool_mask}, bool_mask),
+                     ({"scale": 0.7}, None)):
+        ref = np_sdpa(q, k, v, mask=mask, causal=kw.get("is_causal", False), scale=kw.get("scale"))
+        np.testing.assert_allclose(run(q, k, v, grad=grad, **kw), ref, rtol=1e-4, atol=2e-5)
+    float_mask = randn(rng, 3, 1, S)  # broadcast over batch and rows
+    ref = np_sdpa(q, k, v, mask=float_mask)
+    np.testing.assert_allclose(run(q, k, v, grad=grad, attn_mask=float_mask), ref, rtol=1e-4, atol=2e-5)
+
+
+def test_float64_layouts_batch_shapes_and_gqa():
+    rng = np.random.default_rng(3)
+    q, k, v = randn(rng, 4, 100, 32, dtype=np.float64), randn(rng, 4, 90, 32, dtype=np.float64), randn(rng, 4, 90, 8, dtype=np.float64)
+    np.testing.assert_allclose(run(q, k, v), np_sdpa(q, k, v), rtol=1e-12, atol=1e-12)
+    # non-contiguous inputs: transposed (batch, seq, heads, dim) -> (batch, heads, seq, dim), as attention layers make
+    qt, kt, vt = randn(rng, 2, 70, 4, 16), randn(rng, 2, 90, 4, 16), randn(rng, 2, 90, 4, 16)
+    with ember.no_grad():
+        got = F.scaled_dot_product_attention(*(ember.from_numpy(x).transpose(1, 2) for x in (qt, kt, vt)), is_causal=True)
+    ref = np_sdpa(*(np.swapaxes(x, 1, 2) for x in (qt, kt, vt)), causal=True)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=2e-5)
+    # batch dims broadcast; 2-D inputs; GQA shares each key/value head among query heads
+    q2, k2, v2 = randn(rng, 2, 1, 20, 8), randn(rng, 1, 3, 30, 8), randn(rng, 1, 3, 30, 8)
+    np.testing.assert_allclose(run(q2, k2, v2), np_sdpa(q2, k2, v2), rtol=1e-4, atol=2e-5)
+    q3, k3, v3 = randn(rng, 20, 8), randn(rng, 30, 8), randn(rng, 30, 4)
+    np.testing.assert_allclose(run(q3, k3, v3, is_causal=True), np_sdpa(q3, k3, v3, causal=True), rtol=1e-4, atol=2e-5)
+    qg, kg, vg = randn(rng, 2, 6, 20, 8), randn(rng, 2, 2, 30, 8), randn(rng, 2, 2, 30, 8)
+    ref = np_sdpa(qg, np.repeat(kg, 3, axis=1), np.repeat(vg, 3, axis=1))
+    np.testing.assert_allclose(run(qg, kg, vg, enable_gqa=True), ref, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(run(qg, kg, vg, grad=True, enable_gqa=True), ref, rtol=1e-4, atol=2e-5)
+    empty = run(randn(rng, 2, 0, 8), randn(rng, 2, 5, 8), randn(rng, 2, 5, 3))
+    assert empty.shape == (2, 0, 3)
+
+
+def test_realistic_size_at_1_2_3_threads():
+    rng = np.random.default_rng(4)
+    q, k, v = randn(rng, 2, 4, 512, 64), randn(rng, 2, 4, 512, 64), randn(rng, 2, 4, 512, 64)
+    ref = np_sdpa(q, k, v, causal=True)
+    threads = ember.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            ember.set_num_threads(n)
+            np.testing.assert_allclose(run(q, k, v, is_causal=True), ref, rtol=1e-4, atol=2e-5)
+    finally:
+        ember.set_num_threads(threads)
+
+
+def test_half_precision_and_dropout_take_the_math_path():
+    rng = np.random.default_rng(5)
+    q, k, v = randn(rng, 2, 10, 8), randn(rng, 2, 12, 8), randn(rng, 2, 12, 8)
+    got = F.scaled_dot_product_attention(*(ember.from_numpy(x).to(ember.bfloat16) for x in (q, k, v)))
+    assert got.dtype == ember.bfloat16
+    np.testing.assert_allclose(got.to(ember.float32).numpy(), np_sdpa(q, k, v), rtol=0.05, atol=0.05)
+    ones = ember.ones(2, 12, 12)
+    out = F.scaled_dot_product_attention(ember.zeros(2, 10, 8), ember.zeros(2, 12, 8), ones, dropout_p=0.5)
+    vals = np.unique(out.numpy())  # uniform weights 1/12, dropped or scaled by 2, summed over 12 ones
+    assert out.shape == (2, 10, 12) and vals.min() >= 0 and vals.max() <= 2 + 1e-5 and len(vals) > 3
+
+
+def _sdpa64(*shapes, **kw):
+    rng = np.random.default_rng(6)
+    return [ember.tensor(rng.standard_normal(s), dtype=ember.float64, requires_grad=True) for s in shapes]
+
+
+# For tests/test_higher_order.py's gradgradcheck and test_forward_ad.py's list of JVP checks (made here).
+ATTENTION_CASES = {"scaled_dot_product_attention": [
+    (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda: tuple(_sdpa64((2, 3, 4), (2, 5, 4), (2, 5, 3))), {})]}
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"scale": 0.5},
+                                {"attn_mask": np.array([[True, False, True, True], [False, False, False, False],
+                                                        [True, True, True, False]])}])
+def test_gradcheck_gradgradcheck_and_jvp(kw):
+    kw = dict(kw)
+    if "attn_mask" in kw:
+        kw["attn_mask"] = ember.from_numpy(kw["attn_mask"])
+    q, k, v = _sdpa64((2, 3, 5), (2, 4, 5), (2, 4, 2))
+    f = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, **kw)  # noqa: E731
+    assert ember.autograd.gradcheck(f, (q, k, v))
+    assert ember.autograd.gradgradcheck(f, (q, k, v))
+    tangents = [ember.randn(*t.shape, dtype=ember.float64) for t in (q, k, v)]
+    primals = [t.detach() for t in (q, k, v)]
+    with fwAD.dual_level():
+        got = fwAD.unpack_dual(f(*[fwAD.make_dual(p, t) for p, t in zip(primals, tangents)])).tangent.numpy()
+    eps = 1e-6
+    fd = (f(*[p + eps * t for p, t in zip(primals, tangents)]) - f(*[p - eps * t for p, t in zip(primals, tangents)]))
+    np.testing.assert_allclose(got, fd.numpy() / (2 * eps), rtol=1e-6, atol=1e-7)
+
+
+def test_errors():
+    q, k, v = ember.randn(2, 4, 8), ember.randn(2, 5, 8), ember.randn(2, 5, 6)
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=ember.ones(4, 5, dtype=ember.bool), is_causal=True)
+    with pytest.raises(RuntimeError, match="Expected query, key, and value to have the same dtype, but got "
+                                           "query.dtype: double key.dtype: float and value.dtype: float instead."):
+        F.scaled_dot_product_attention(q.double(), k, v)
+    with pytest.raises(RuntimeError, match=r"query's last dim \(8\) must equal key's \(7\)"):
+        F.scaled_dot_product_attention(q, ember.randn(2, 5, 7), v)
+    with pytest.raises(RuntimeError, match="must divide the number of heads in query"):
+        F.scaled_dot_product_attention(ember.randn(1, 3, 4, 8), ember.randn(1, 2, 5, 8), ember.randn(1, 2, 5, 8),
+                                       enable_gqa=True)
+    with pytest.raises(RuntimeError, match=r"shapes \[2, 3\] and \[2, 2\] cannot be broadcast"):
+        F.scaled_dot_product_attention(ember.randn(2, 3, 4, 8), ember.randn(2, 2, 5, 8), ember.randn(2, 2, 5, 8))
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+def test_matches_torch():
+    rng = np.random.default_rng(7)
+    q, k, v = randn(rng, 2, 4, 70, 16), randn(rng, 2, 4, 90, 16), randn(rng, 2, 4, 90, 16)
+    mask = rng.random((70, 90)) > 0.5
+    for kw in ({}, {"is_causal": True}, {"attn_mask": mask}):
+        tkw = {key: torch.from_numpy(val) if isinstance(val, np.ndarray) else val for key, val in kw.items()}
+        ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(x) for x in (q, k, v)), **tkw)
+        np.testing.assert_allclose(run(q, k, v, **kw), ref.numpy(), rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_slot_raises_naming_op_and_device():
+    q = ember.randn(2, 4, 8).cuda()
+    with pytest.raises(NotImplementedError, match="_sdpa_flash: .*not implemented on cuda"):
+        ember._sdpa_flash(q, q, q, None, False, 1.0)
