@@ -72,6 +72,12 @@ void check_params(const IntList& stride, const IntList& padding, const IntList& 
   EMBER_CHECK(groups > 0, Runtime, op, ": non-positive groups is not supported");
 }
 
+// As linalg.cpp: OpenBLAS's own threads would fight ember's (a ctypes caller or the first
+// load may have set more than one); the GEMMs here run one per ember thread.
+void keep_blas_single_threaded() {
+  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
+}
+
 template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
           T beta, T* c, int64_t ldc) {
@@ -436,6 +442,7 @@ Tensor conv_forward_cpu(const Tensor& input, const Tensor& weight, const Tensor&
   Tensor out = empty_tensor(out_sizes, input.dtype(), input.device());
   if (out.numel() == 0) return out;
   const Geometry g = make_geometry(input.sizes(), weight.sizes(), out_sizes, stride, padding, dilation, groups);
+  keep_blas_single_threaded();
   const Tensor x = ember::contiguous(input), w = ember::contiguous(weight);
   const Tensor b = has_bias ? ember::contiguous(bias) : Tensor();
   visit_dtype(input.dtype(), [&]<typename T>() {
@@ -465,6 +472,7 @@ Tensor conv_backward_input_cpu(const Tensor& grad_output, const Tensor& weight, 
   Tensor gx = empty_tensor(in_sizes, grad_output.dtype(), grad_output.device());
   if (gx.numel() == 0) return gx;
   const Geometry g = make_geometry(in_sizes, weight.sizes(), out_sizes, stride, padding, dilation, groups);
+  keep_blas_single_threaded();
   const Tensor gy = ember::contiguous(grad_output), w = ember::contiguous(weight);
   fill_float_result(gx, g.OCg == 0 || g.P == 0,
                     [&]<typename T>() { backward_input_kernel<T>(gy.data<T>(), w.data<T>(), gx.data<T>(), g); });
@@ -484,6 +492,7 @@ Tensor conv_backward_weight_cpu(const Tensor& grad_output, const Tensor& input, 
   Tensor gw = empty_tensor(w_sizes, grad_output.dtype(), grad_output.device());
   if (gw.numel() == 0) return gw;
   const Geometry g = make_geometry(input.sizes(), w_sizes, out_sizes, stride, padding, dilation, groups);
+  keep_blas_single_threaded();
   const Tensor gy = ember::contiguous(grad_output), x = ember::contiguous(input);
   fill_float_result(gw, g.N == 0 || g.P == 0,
                     [&]<typename T>() { backward_weight_kernel<T>(gy.data<T>(), x.data<T>(), gw.data<T>(), g); });
