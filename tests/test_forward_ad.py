@@ -75,8 +75,12 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "gather", "scatter_add", "index_select", "masked_fill.Scalar",
               "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
-              "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
-              *RANDOM_OP_CASES, *ATTENTION_CASES}  # issue 11: JVPs checked in tests/test_random.py, test_attention.py
+              "hstack", "vstack", "dstack"}  # scans (issue 11): JVPs checked in tests/test_scans.py
+# Issue 11's groups (JVPs checked in their own test files):
+OWN_CHECKS |= {*RANDOM_OP_CASES, *ATTENTION_CASES}  # tests/test_random.py, test_attention.py
+OWN_CHECKS |= {"_conv_forward", "_conv_backward_input", "_conv_backward_weight", "conv1d", "conv1d.padding",
+               "conv2d", "conv2d.padding", "conv_transpose1d", "conv_transpose2d.input", "convolution", "im2col", "col2im",
+              "_im2col_backward"}  # conv (issue 11): JVPs checked in tests/test_conv.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

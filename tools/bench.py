@@ -39,7 +39,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    MLP_BATCH, MLP_SIZES, Lib, all_benches, cuda_benches)
+    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches)
 
 
 
@@ -285,6 +285,10 @@ def goals(corename):
         Goal("cross_entropy", ("cross_entropy fwd+bwd 4096x32000",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("gather/scatter_add", ("gather 1e7", "scatter_add 1e7"), "torch", "ember/torch GB/s", ">=", 1.2),
         Goal("sdpa", ("sdpa causal b8 h8 512x64",), "torch", "ember/torch time", "<=", 1 / 1.5),
+        Goal("conv2d fwd+bwd", tuple(conv_row_name(s, True) for s in CONV_SHAPES), "torch", "ember/torch time",
+             "<=", 1.0),
+        Goal("conv2d fwd", tuple(conv_row_name(s, False) for s in CONV_SHAPES), "torch", "ember/torch time",
+             "<=", 1.0, "no target in the issue"),
     ]
 
 

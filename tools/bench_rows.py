@@ -362,7 +362,7 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches() + attention_benches())
+            + scan_benches() + attention_benches() + conv_benches())
 
 
 def loss_benches():
@@ -496,3 +496,41 @@ def attention_benches():
         return step
 
     return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d}", "ms", build, columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- conv (issue 11)
+# (batch, in channels, out channels, image side, kernel, padding): LeNet's two layers, a ResNet block.
+CONV_SHAPES = {"LeNet conv1": (64, 1, 6, 28, 5, 0), "LeNet conv2": (64, 6, 16, 12, 5, 0),
+               "ResNet 3x3": (8, 64, 64, 56, 3, 1)}
+
+
+def conv_row_name(shape, backward):
+    n, c, oc, side, k, _ = CONV_SHAPES[shape]
+    return f"conv2d {'fwd+bwd' if backward else 'fwd'} {shape} b{n} {c}->{oc} {side}x{side} k{k}"
+
+
+def conv_benches():
+    def build(shape, backward):
+        n, c, oc, side, k, pad = CONV_SHAPES[shape]
+
+        def build_for(lib):
+            if lib.is_numpy:
+                return None
+            x, w, b = lib.randn(n, c, side, side), lib.randn(oc, c, k, k), lib.randn(oc)
+            conv2d = lib.mod.nn.functional.conv2d
+            if not backward:
+                return lambda: conv2d(x, w, b, padding=pad)
+            for t in (x, w, b):
+                t.requires_grad_(True)
+            out_side = side + 2 * pad - k + 1
+            grad = lib.randn(n, oc, out_side, out_side)
+
+            def step():
+                x.grad = w.grad = b.grad = None
+                conv2d(x, w, b, padding=pad).backward(grad)
+            return step
+        return build_for
+
+    return [Bench("convolution (all gradients: input, weight, bias)", conv_row_name(shape, backward), "ms",
+                  build(shape, backward), columns=TORCHLIKE_COLUMNS)
+            for shape in CONV_SHAPES for backward in (False, True)]

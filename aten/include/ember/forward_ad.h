@@ -47,7 +47,8 @@ bool wanted(const TensorList& inputs);
 // without a tangent of its own takes the same view of its base's, which an
 // in-place op may have set after the view was made.
 Tensor tangent(const Tensor& t);
-// `tangent`, or zeros shaped like `primal` when it is undefined (an absent tangent in a formula).
+// `tangent`, or zeros shaped like `primal` when it is undefined (an absent tangent in a formula);
+// undefined when `primal` is (a None optional argument).
 Tensor tangent_or_zeros(const Tensor& tangent, const Tensor& primal);
 // `tangent` broadcast to `like`'s shape (a pointwise op's input tangent, before its formula).
 Tensor expand_like(const Tensor& tangent, const Tensor& like);

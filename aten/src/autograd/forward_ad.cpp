@@ -149,7 +149,7 @@ Tensor tangent(const Tensor& t) {
 }
 
 Tensor tangent_or_zeros(const Tensor& tangent, const Tensor& primal) {
-  if (tangent.defined()) return tangent;
+  if (tangent.defined() || !primal.defined()) return tangent;  // an absent optional input (None) stays absent
   return ember::zeros(primal.sizes(), primal.dtype(), primal.device(), false);
 }
 

@@ -609,3 +609,31 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 # ---------------------------------------------------------------- attention (issue 11)
 __all__ += ["scaled_dot_product_attention"]
 scaled_dot_product_attention = _nn.scaled_dot_product_attention
+# ---------------------------------------------------------------- conv (issue 11)
+# The convolutions are ember's own functions (as torch.conv2d is F.conv2d); unfold and fold
+# check the input's dims as PyTorch's do, then call im2col/col2im in ember._C._nn.
+__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "fold", "unfold"]
+
+conv1d = _C.conv1d
+conv2d = _C.conv2d
+conv_transpose1d = _C.conv_transpose1d
+conv_transpose2d = _C.conv_transpose2d
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding kernel_size blocks of an (N, C, H, W) or (C, H, W) input as columns (N, C * kh * kw, L)."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    return _nn.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The blocks of an (N, C * kh * kw, L) or (C * kh * kw, L) input summed back into an image of output_size."""
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(
+            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {input.dim()}D)")
+    return _nn.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
