@@ -519,3 +519,18 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     if swap:
         d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
     return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
+
+
+# ---------------------------------------------------------------- blas (issue 11)
+__all__ += ["cosine_similarity", "normalize", "pairwise_distance"]
+
+cosine_similarity = _C.cosine_similarity
+pairwise_distance = _C.pairwise_distance
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p, eps) along `dim`, as PyTorch's (the norm kept as a dim of size 1)."""
+    denom = _C.clamp(input.norm(p, dim, keepdim=True), min=eps)
+    if out is None:
+        return input / denom
+    return _C.div(input, denom, out=out)
