@@ -605,3 +605,60 @@ GRADGRAD_CASES = {
 # Ops whose JVPs (check_jvp above) and in-place gradients are checked in this file.
 OWN_JVP_CHECKS = set(GRADGRAD_CASES)
 OWN_INPLACE_CHECKS = {"addmm", "addmv", "addbmm", "baddbmm"}
+
+
+def _graph_names(t):
+    names, stack = set(), [t.grad_fn]
+    while stack:
+        f = stack.pop()
+        if f is not None:
+            names.add(f.name())
+            stack.extend(g for g, _ in f.next_functions)
+    return names
+
+
+def test_einsum_contracts_through_one_product_without_sums():
+    # The contracted label goes into the product, not into a batch dim summed afterwards.
+    q, k = ember.randn(2, 3, 4, 5, requires_grad=True), ember.randn(2, 3, 6, 5, requires_grad=True)
+    names = _graph_names(ember.einsum("bhqd,bhkd->bhqk", q, k))
+    assert "BmmBackward0" in names and not any(n.startswith("Sum") for n in names)
+    names = _graph_names(ember.einsum("ij,jk->ik", ember.randn(2, 3, requires_grad=True), ember.randn(3, 4)))
+    assert "MmBackward0" in names and not any(n.startswith("Sum") for n in names)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_fused_addmm_kernel_matches_the_composite_path(threads, dtype):
+    """Without autograd addmm is one gemm (_addmm_blas); with it, mm then add: both agree on
+    every layout, around the parallel gemm's threshold, with broadcast selves and k = 0."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for (m, k, n), self_shape in [((3, 4, 5), (5,)), ((70, 90, 130), (70, 130)), ((130, 64, 33), (130, 1)),
+                                      ((8, 0, 5), (8, 5)), ((0, 3, 4), (4,)), ((200, 150, 40), ())]:
+            c = ember.tensor(arr(*self_shape)).to(dtype)
+            for a, b in [(ember.tensor(arr(m, k)), ember.tensor(arr(k, n))),
+                         (ember.tensor(arr(k, m)).t(), ember.tensor(arr(n, k)).t()),
+                         (ember.tensor(arr(m, 2 * k))[:, ::2], ember.tensor(arr(k, n)))]:
+                a, b = a.to(dtype), b.to(dtype)
+                fused = ember._addmm_blas(c, a, b, 0.5, -2)
+                got = ember.addmm(c, a, b, beta=0.5, alpha=-2)
+                reference = ember.addmm(c.requires_grad_(), a, b, beta=0.5, alpha=-2).detach()
+                c = c.detach()
+                assert tuple(fused.shape) == (m, n) and fused.dtype == dtype
+                tol = 1e-4 if dtype == ember.float32 else 1e-10
+                close(fused, reference.numpy(), rtol=tol, atol=tol)
+                close(got, reference.numpy(), rtol=tol, atol=tol)
+    finally:
+        ember.set_num_threads(before)
+
+
+def test_fused_addmm_kernel_checks_and_cuda_slot():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x4\)"):
+        ember._addmm_blas(ember.randn(4), ember.randn(2, 3), ember.randn(2, 4), 1, 1)
+    with pytest.raises(NotImplementedError, match="\"_addmm_blas\" not implemented for 'Long'"):
+        ember._addmm_blas(ember.ones(4, dtype=ember.int64), ember.ones(2, 3, dtype=ember.int64),
+                          ember.ones(3, 4, dtype=ember.int64), 1, 1)
+    if ember.cuda.is_available():
+        with pytest.raises(NotImplementedError, match="_addmm_blas: no kernel for device cuda"):
+            ember._addmm_blas(ember.ones(4).cuda(), ember.ones(2, 3).cuda(), ember.ones(3, 4).cuda(), 1, 1)

@@ -3,6 +3,9 @@
 #include <optional>
 #include <string>
 
+#include "ember/autograd.h"
+#include "ember/forward_ad.h"
+#include "ember/ops/_addmm_blas.h"
 #include "ember/ops/add.h"
 #include "ember/ops/addbmm.h"
 #include "ember/ops/addmm.h"
@@ -59,6 +62,13 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   EMBER_CHECK(mat1.dim() == 2, Runtime, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   EMBER_CHECK(mat2.dim() == 2, Runtime, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   check_same_dtype(self, mat2);
+  // One gemm with beta and alpha folded in, on the devices with that kernel, when neither
+  // the graph nor the tangents of the steps below are needed. beta 0 must not read self.
+  const ScalarType dt = self.dtype();
+  if (dispatch::_addmm_blas[(int)self.device().type] && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
+      beta.to_double() != 0.0 && !autograd::any_requires_grad({&self, &mat1, &mat2}) &&
+      !(forward_ad::maybe_active() && forward_ad::wanted({&self, &mat1, &mat2})))
+    return ember::_addmm_blas(self, mat1, mat2, beta, alpha);
   return scaled_sum(self, ember::mm(mat1, mat2), beta, alpha);
 }
 

@@ -237,7 +237,7 @@ Tensor einsum(const std::string& equation, const TensorList& tensors, const std:
   Operand acc = ops[0];
   for (size_t i = 1; i <= ops.size(); ++i) {
     Labels keep = out;
-    for (size_t j = i; j < ops.size(); ++j) keep.insert(keep.end(), ops[j].labels.begin(), ops[j].labels.end());
+    for (size_t j = i + 1; j < ops.size(); ++j) keep.insert(keep.end(), ops[j].labels.begin(), ops[j].labels.end());
     if (i == ops.size()) {
       sum_out(acc, keep);
       break;
