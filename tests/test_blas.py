@@ -662,3 +662,22 @@ def test_fused_addmm_kernel_checks_and_cuda_slot():
     if ember.cuda.is_available():
         with pytest.raises(NotImplementedError, match="_addmm_blas: no kernel for device cuda"):
             ember._addmm_blas(ember.ones(4).cuda(), ember.ones(2, 3).cuda(), ember.ones(3, 4).cuda(), 1, 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("batch", [6, 5, 1])
+def test_large_batched_products_split_by_batch_or_by_product(threads, batch):
+    # 256 x 128 x 160 is above the small-product threshold: a batch that splits evenly over
+    # the threads runs whole products per thread, another splits each product.
+    assert 256 * 128 * 160 > ember._C._thresholds()["small_batched_product"]
+    a, b = arr(batch, 256, 160), arr(batch, 128, 160)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        got = ember.einsum("bqd,bkd->bqk", ember.tensor(a), ember.tensor(b))
+        got_f = ember.bmm(ember.tensor(a).float(), ember.tensor(b).float().transpose(1, 2))
+    finally:
+        ember.set_num_threads(before)
+    expected = a @ b.transpose(0, 2, 1)
+    close(got, expected, rtol=1e-10, atol=1e-10)
+    close(got_f, expected, rtol=1e-4, atol=1e-3)

@@ -187,9 +187,11 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   auto run = [&]<typename T>() {
     const T *pa = a.data<T>(), *pb = b.data<T>();
     T* pc = out.data<T>();
-    // Many small products: one product per thread. Otherwise each product
-    // is split over the threads.
-    if (batch > 1 && m * n * k <= thresholds::kSmallBatchedProduct) {
+    // Many small products, or a batch that splits evenly over the threads (attention's
+    // [b*h, q, d] x [b*h, d, k]): whole products per thread, one parallel region for all.
+    // Otherwise each product is split over the threads.
+    const int64_t threads = get_num_threads();
+    if (batch > 1 && (m * n * k <= thresholds::kSmallBatchedProduct || (batch >= threads && batch % threads == 0))) {
       parallel_for(batch, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k, n);
       });
