@@ -15,6 +15,7 @@ from ember.autograd import forward_ad as fwAD
 from harness.collect import collect, rng_for
 from harness.forward_ad import EPS, jvp_check
 from harness.spec import differentiable, load_spec
+from test_blas import OWN_JVP_CHECKS as BLAS_JVP_CHECKS
 from test_codegen_errors import GOOD_OP
 from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
@@ -80,7 +81,8 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
 OWN_CHECKS |= {*RANDOM_OP_CASES, *ATTENTION_CASES}  # tests/test_random.py, test_attention.py
 OWN_CHECKS |= {"_conv_forward", "_conv_backward_input", "_conv_backward_weight", "conv1d", "conv1d.padding",
                "conv2d", "conv2d.padding", "conv_transpose1d", "conv_transpose2d.input", "convolution", "im2col", "col2im",
-              "_im2col_backward"}  # conv (issue 11): JVPs checked in tests/test_conv.py
+               "_im2col_backward"}  # conv (issue 11): JVPs checked in tests/test_conv.py
+OWN_CHECKS |= BLAS_JVP_CHECKS  # blas (issue 11): JVPs checked in tests/test_blas.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

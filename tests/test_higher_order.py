@@ -12,6 +12,7 @@ from harness.lint import lint
 from harness.spec import differentiable, load_spec
 from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
+from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
 
 try:
     import torch
@@ -122,6 +123,7 @@ NOT_IN_HARNESS = {
     **ATTENTION_CASES,
     # conv (issue 11): a weight tensor is no harness sample (more cases in tests/test_conv.py)
     **_CONV_CASES,
+    **BLAS_GRADGRAD_CASES,  # blas (issue 11): products with three operands, einsum, cdist, norms
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -19,6 +19,7 @@ from harness.collect import collect, rng_for
 from harness.gradcheck import gradcheck, gradgradcheck
 from harness.run import NONLEAF_INPLACE, VIEW_INPLACE, public_function
 from harness.spec import differentiable, load_spec, tensor_args
+from test_blas import OWN_INPLACE_CHECKS as BLAS_INPLACE_CHECKS
 
 try:
     import torch
@@ -43,6 +44,7 @@ INPLACE_GRAD_FORMS = [(c, FORMS[i % len(FORMS)]) for i, c in enumerate(INPLACE_G
 # Ops with index or mask tensor arguments the harness cannot sample: their in-place forms are
 # gradchecked and gradgradchecked (non-leaf self and a view of one) in tests/test_index_ops.py.
 OWN_INPLACE_CHECKS = {"scatter_add", "masked_fill.Scalar", "masked_fill.Tensor"}
+OWN_INPLACE_CHECKS |= BLAS_INPLACE_CHECKS  # blas (issue 11): addmm_ and co. in tests/test_blas.py
 
 
 def test_every_differentiable_inplace_op_is_covered():
@@ -193,6 +195,11 @@ OWN_LEAK_CALLS = {
     "scatter_add": lambda y, w: y.scatter_add_(1, LEAK_INDEX, w),
     "masked_fill.Scalar": lambda y, w: y.masked_fill_(w > 1, 0.5),
     "masked_fill.Tensor": lambda y, w: y.masked_fill_(w > 1, w[0, 0]),
+    # blas (issue 11): three operands, self of the product's shape
+    "addmm": lambda y, w: y.addmm_(w, w, beta=0.5),
+    "addmv": lambda y, w: y[0].addmv_(w, w[1], alpha=2),
+    "addbmm": lambda y, w: y.addbmm_(w.unsqueeze(0), w.unsqueeze(0)),
+    "baddbmm": lambda y, w: y.unsqueeze(0).baddbmm_(w.unsqueeze(0), w.unsqueeze(0)),
 }
 
 

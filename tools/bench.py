@@ -289,6 +289,8 @@ def goals(corename):
              "<=", 1.0),
         Goal("conv2d fwd", tuple(conv_row_name(s, False) for s in CONV_SHAPES), "torch", "ember/torch time",
              "<=", 1.0, "no target in the issue"),
+        Goal("blas", ("addmm 1024", "einsum bhqd,bhkd->bhqk (8,8,512,64)"), "torch", "ember/torch GFLOP/s", ">=", 1.0,
+             "no target in the issue"),
     ]
 
 

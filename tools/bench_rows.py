@@ -362,7 +362,7 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches() + attention_benches() + conv_benches())
+            + scan_benches() + attention_benches() + conv_benches() + blas_benches())
 
 
 def loss_benches():
@@ -534,3 +534,25 @@ def conv_benches():
     return [Bench("convolution (all gradients: input, weight, bias)", conv_row_name(shape, backward), "ms",
                   build(shape, backward), columns=TORCHLIKE_COLUMNS)
             for shape in CONV_SHAPES for backward in (False, True)]
+# ---------------------------------------------------------------- blas (issue 11)
+def blas_benches():
+    """addmm with a broadcast bias (one gemm when no gradient is needed) and the attention
+    scores einsum (one bmm)."""
+    section = "blas (GFLOP/s = 2*m*n*k / t)"
+    n = 1024
+    b, h, q, d = 8, 8, 512, 64
+
+    def addmm(lib):
+        c, x, w = lib.randn(n), lib.randn(n, n), lib.randn(n, n)
+        if lib.is_numpy:
+            return lambda: c + x @ w
+        return lambda: lib.mod.addmm(c, x, w)
+
+    def scores(lib):
+        qs, ks = lib.randn(b, h, q, d), lib.randn(b, h, q, d)
+        if lib.is_numpy:
+            return lambda: np.matmul(qs, np.swapaxes(ks, -1, -2))
+        return lambda: lib.mod.einsum("bhqd,bhkd->bhqk", qs, ks)
+
+    return [Bench(section, f"addmm {n}", "GFLOP/s", addmm, work=2 * n**3),
+            Bench(section, f"einsum bhqd,bhkd->bhqk ({b},{h},{q},{d})", "GFLOP/s", scores, work=2 * b * h * q * q * d)]

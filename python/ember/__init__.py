@@ -30,6 +30,8 @@ from ._C import (  # noqa: E402
 # The generated ops of ember itself (add, sum, zeros, ...; those with a `python_module:`
 # are in that submodule). Private ones (_div_trunc) come too, as PyTorch's torch._foo.
 from ._C._VariableFunctions import *  # noqa: E402,F401,F403
+# torch.functional's Python forms of einsum, tensordot, cartesian_prod and cdist replace the bare ops.
+from .functional import cartesian_prod, cdist, einsum, tensordot  # type: ignore[assignment]  # noqa: E402,F401
 
 # dtype aliases, as PyTorch names them.
 float = float32

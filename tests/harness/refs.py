@@ -240,3 +240,13 @@ def np_unflatten_shape(a, dim, sizes):
 
 
 HELPERS.update({"np_diag_embed": np_diag_embed, "np_unflatten_shape": np_unflatten_shape})
+
+
+def np_cosine_similarity(a, b, dim=1, eps=1e-8):
+    """torch.cosine_similarity: each side divided by max(its 2-norm, eps), then summed products."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    unit = [x / np.maximum(np.sqrt(np.sum(x * x, axis=dim, keepdims=True)), eps) for x in (a, b)]
+    return np.sum(unit[0] * unit[1], axis=dim)
+
+
+HELPERS.update({"np_cosine_similarity": np_cosine_similarity})

@@ -42,6 +42,9 @@ def role_of(op, param):
         return "tensors"
     if param.name == "self":
         return "a"
+    named = [p for p in op.sig.params if p.type.base == "Tensor" and not p.type.is_list]
+    if param is named[0] and all(p.name != "self" for p in named):
+        return "a"  # an op without `self` whose first tensor is its operand (cosine_similarity's x1)
     return "c" if op.cast.get(param.name) == "bool" else "b"
 
 

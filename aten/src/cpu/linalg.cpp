@@ -18,10 +18,14 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/linalg_checks.h"
+#include "ember/ops/_addmm_blas.h"
 #include "ember/ops/bmm.h"
 #include "ember/ops/contiguous.h"
+#include "ember/ops/copy_.h"
 #include "ember/ops/dot.h"
+#include "ember/ops/expand.h"
 #include "ember/ops/mm.h"
+#include "ember/ops/mul.h"
 #include "ember/ops/to.h"
 #include "ember/tensor.h"
 
@@ -66,15 +70,16 @@ void keep_blas_single_threaded() {
 
 CBLAS_TRANSPOSE tr(const BlasLayout& m) { return m.trans ? CblasTrans : CblasNoTrans; }
 
+// C = alpha * A @ B + beta * C (beta 0: C is only written).
 template <typename T>
 void gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T* c, int64_t m, int64_t n, int64_t k,
-          int64_t ldc) {
+          int64_t ldc, T alpha = T(1), T beta = T(0)) {
   if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)am.ld, b,
-                      (blasint)bm.ld, 0.0f, c, (blasint)std::max<int64_t>(ldc, 1));
+    scipy_cblas_sgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)am.ld, b,
+                      (blasint)bm.ld, beta, c, (blasint)std::max<int64_t>(ldc, 1));
   else
-    scipy_cblas_dgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)am.ld, b,
-                      (blasint)bm.ld, 0.0, c, (blasint)std::max<int64_t>(ldc, 1));
+    scipy_cblas_dgemm(CblasRowMajor, tr(am), tr(bm), (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)am.ld, b,
+                      (blasint)bm.ld, beta, c, (blasint)std::max<int64_t>(ldc, 1));
 }
 
 // One product split over ember's threads: the larger of m and n is cut into
@@ -82,13 +87,13 @@ void gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T*
 // single-threaded BLAS call per strip.
 template <typename T>
 void parallel_gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const T* b, T* c, int64_t m, int64_t n,
-                   int64_t k) {
+                   int64_t k, T alpha = T(1), T beta = T(0)) {
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
   constexpr int64_t W = thresholds::kGemmStripWidth;
   const int64_t strips = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, extent / W));
   if (strips <= 1 || m * n * k < thresholds::kParallelGemmWork || in_parallel_region()) {
-    gemm<T>(am, a, bm, b, c, m, n, k, n);
+    gemm<T>(am, a, bm, b, c, m, n, k, n, alpha, beta);
     return;
   }
   // Round each strip up to whole micro-kernel widths; strips * per >= extent.
@@ -98,9 +103,9 @@ void parallel_gemm(const BlasLayout& am, const T* a, const BlasLayout& bm, const
       const int64_t begin = s * per, len = std::min(extent, begin + per) - begin;
       if (len <= 0) continue;
       if (split_rows)  // rows [begin, begin+len) of A and C
-        gemm<T>(am, a + (am.trans ? begin : begin * am.ld), bm, b, c + begin * n, len, n, k, n);
+        gemm<T>(am, a + (am.trans ? begin : begin * am.ld), bm, b, c + begin * n, len, n, k, n, alpha, beta);
       else  // columns [begin, begin+len) of B and C
-        gemm<T>(am, a, bm, b + (bm.trans ? begin * bm.ld : begin), c + begin, m, len, k, n);
+        gemm<T>(am, a, bm, b + (bm.trans ? begin * bm.ld : begin), c + begin, m, len, k, n, alpha, beta);
     }
   });
 }
@@ -182,9 +187,11 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
   auto run = [&]<typename T>() {
     const T *pa = a.data<T>(), *pb = b.data<T>();
     T* pc = out.data<T>();
-    // Many small products: one product per thread. Otherwise each product
-    // is split over the threads.
-    if (batch > 1 && m * n * k <= thresholds::kSmallBatchedProduct) {
+    // Many small products, or a batch that splits evenly over the threads (attention's
+    // [b*h, q, d] x [b*h, d, k]): whole products per thread, one parallel region for all.
+    // Otherwise each product is split over the threads.
+    const int64_t threads = get_num_threads();
+    if (batch > 1 && (m * n * k <= thresholds::kSmallBatchedProduct || (batch >= threads && batch % threads == 0))) {
       parallel_for(batch, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) gemm<T>(am, pa + i * sa, bm, pb + i * sb, pc + i * sc, m, n, k, n);
       });
@@ -251,6 +258,35 @@ Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
   Tensor b = make_view(mat2, {1, mat2.size(0), mat2.size(1)}, {0, mat2.stride(0), mat2.stride(1)}, mat2.offset());
   Tensor out = batched_gemm(a, b, "mm");
   return make_view(out, {self.size(0), mat2.size(1)}, {mat2.size(1), 1}, out.offset());
+}
+
+// addmm in one BLAS call: C starts as self broadcast to [m, n] and gemm scales it by beta
+// while adding alpha * mat1 @ mat2 (addmm takes it for float32/float64 without autograd).
+Tensor addmm_blas_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                      const Scalar& alpha) {
+  check_mm_args(mat1, mat2);
+  EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "self and mat2 must have the same dtype, but got ",
+              dtype_title(self.dtype()), " and ", dtype_title(mat2.dtype()));
+  const int64_t m = mat1.size(0), k = mat1.size(1), n = mat2.size(1);
+  Tensor out = empty_tensor({m, n}, self.dtype(), self.device());
+  ember::copy_(out, ember::expand(self, {m, n}));
+  if (out.numel() == 0 || k == 0) {  // no product: beta * self
+    if (beta.to_double() != 1.0) ember::mul_(out, wrap_number(Scalar(beta.to_double())));
+    return out;
+  }
+  check_blas_int(m, "addmm");
+  check_blas_int(n, "addmm");
+  check_blas_int(k, "addmm");
+  BlasLayout am, bm;
+  Tensor a = blas_operand(mat1, am, INT_MAX);
+  Tensor b = blas_operand(mat2, bm, INT_MAX);
+  keep_blas_single_threaded();
+  auto run = [&]<typename T>() {
+    parallel_gemm<T>(am, a.data<T>(), bm, b.data<T>(), out.data<T>(), m, n, k, alpha.to<T>(), beta.to<T>());
+  };
+  if (out.dtype() == ScalarType::Float32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return out;
 }
 
 Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {

@@ -637,3 +637,16 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError(
             f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {input.dim()}D)")
     return _nn.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+# ---------------------------------------------------------------- blas (issue 11)
+__all__ += ["cosine_similarity", "normalize", "pairwise_distance"]
+
+cosine_similarity = _C.cosine_similarity
+pairwise_distance = _C.pairwise_distance
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p, eps) along `dim`, as PyTorch's (the norm kept as a dim of size 1)."""
+    denom = _C.clamp(input.norm(p, dim, keepdim=True), min=eps)
+    if out is None:
+        return input / denom
+    return _C.div(input, denom, out=out)
