@@ -16,6 +16,7 @@ from harness.collect import collect, rng_for
 from harness.forward_ad import EPS, jvp_check
 from harness.spec import differentiable, load_spec
 from test_codegen_errors import GOOD_OP
+from test_norm import GRAD_CASES as NORM_GRAD_CASES
 
 try:
     import torch
@@ -73,7 +74,8 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "gather", "scatter_add", "index_select", "masked_fill.Scalar",
               "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
-              "hstack", "vstack", "dstack"}  # scans (issue 11): JVPs checked in tests/test_scans.py
+              "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
+              *NORM_GRAD_CASES}  # norm (issue 11): JVPs checked in tests/test_norm.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -10,6 +10,7 @@ from ember.autograd import grad, gradcheck, gradgradcheck
 from harness.collect import collect
 from harness.lint import lint
 from harness.spec import differentiable, load_spec
+from test_norm import GRAD_CASES as NORM_GRAD_CASES
 
 try:
     import torch
@@ -84,6 +85,7 @@ NOT_IN_HARNESS = {
     **{name: [(lambda a, b, f=getattr(ember, name): f([a * a, b]) * 2,
                 lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, 2.0], [-1.0, 0.25]])), {})]
        for name in ("hstack", "vstack", "dstack")},
+    **NORM_GRAD_CASES,  # norm (issue 11): optional weights, running stats, index tensors (tests/test_norm.py)
     "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
              (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
 }

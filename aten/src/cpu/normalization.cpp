@@ -360,7 +360,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_cpu(const Tensor& input_, c
   check_param_dtype(input_, weight_, "native_batch_norm", "weight");
   check_param_dtype(input_, bias_, "native_batch_norm", "bias");
   EMBER_CHECK(training || (running_mean.defined() && running_var.defined()), Runtime,
-              "batch_norm: running_mean and running_var must be defined in evaluation mode");
+              "running_mean must be defined in evaluation mode");
   const Tensor input = ember::contiguous(input_);
   const Tensor weight = contiguous_or_undefined(weight_), bias = contiguous_or_undefined(bias_);
   Tensor out = empty_tensor(input.sizes(), input.dtype(), input.device());
@@ -368,30 +368,30 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_cpu(const Tensor& input_, c
   Tensor save_invstd = empty_tensor({s.channels}, input.dtype(), input.device());
   visit_floating(input.dtype(), "native_batch_norm", [&]<typename T>() {
     using C = opmath_t<T>;
-    std::vector<C> mean((size_t)s.channels), invstd((size_t)s.channels), var((size_t)s.channels);
+    std::vector<C> batch_mean((size_t)s.channels), invstd((size_t)s.channels), batch_var((size_t)s.channels);
     if (training) {
-      batch_norm_stats<T>(input.data<T>(), s, mean.data(), var.data());
+      batch_norm_stats<T>(input.data<T>(), s, batch_mean.data(), batch_var.data());
       const C n = C(s.count());
-      for (int64_t c = 0; c < s.channels; ++c) invstd[c] = C(1) / std::sqrt(var[c] / n + C(eps));
-      if (running_mean.defined()) update_running(running_mean, mean, momentum);
+      for (int64_t c = 0; c < s.channels; ++c) invstd[c] = C(1) / std::sqrt(batch_var[c] / n + C(eps));
+      if (running_mean.defined()) update_running(running_mean, batch_mean, momentum);
       if (running_var.defined()) {
-        for (int64_t c = 0; c < s.channels; ++c) var[c] = var[c] / (n - C(1));
-        update_running(running_var, var, momentum);
+        for (int64_t c = 0; c < s.channels; ++c) batch_var[c] = batch_var[c] / (n - C(1));
+        update_running(running_var, batch_var, momentum);
       }
     } else {
       const Tensor rm = ember::contiguous(running_mean), rv = ember::contiguous(running_var);
       visit_floating(rm.dtype(), "native_batch_norm", [&]<typename R>() {
-        for (int64_t c = 0; c < s.channels; ++c) mean[c] = static_cast<C>(rm.data<R>()[c]);
+        for (int64_t c = 0; c < s.channels; ++c) batch_mean[c] = static_cast<C>(rm.data<R>()[c]);
       });
       visit_floating(rv.dtype(), "native_batch_norm", [&]<typename R>() {
         for (int64_t c = 0; c < s.channels; ++c)
           invstd[c] = C(1) / std::sqrt(static_cast<C>(rv.data<R>()[c]) + C(eps));
       });
     }
-    batch_norm_apply<T>(input.data<T>(), out.data<T>(), s, mean.data(), invstd.data(), data_or_null<T>(weight),
+    batch_norm_apply<T>(input.data<T>(), out.data<T>(), s, batch_mean.data(), invstd.data(), data_or_null<T>(weight),
                         data_or_null<T>(bias));
     for (int64_t c = 0; c < s.channels; ++c) {
-      save_mean.data<T>()[c] = static_cast<T>(mean[c]);
+      save_mean.data<T>()[c] = static_cast<T>(batch_mean[c]);
       save_invstd.data<T>()[c] = static_cast<T>(invstd[c]);
     }
   });
