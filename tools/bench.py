@@ -284,6 +284,9 @@ def goals(corename):
         Goal("import ember", ("import time",), None, "ember seconds", "<=", 0.25),
         Goal("cross_entropy", ("cross_entropy fwd+bwd 4096x32000",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("gather/scatter_add", ("gather 1e7", "scatter_add 1e7"), "torch", "ember/torch GB/s", ">=", 1.2),
+        Goal("batch_norm", ("batch_norm 2d train fwd+bwd b32 64ch 56x56",), "torch", "ember/torch time", "<=", 1 / 1.2),
+        Goal("layer_norm", ("layer_norm fwd+bwd 4096x1024",), "torch", "ember/torch time", "<=", 1 / 1.5),
+        Goal("embedding", ("embedding fwd+bwd 50000x512, 8192 indices",), "torch", "ember/torch time", "<=", 1 / 1.2),
     ]
 
 
