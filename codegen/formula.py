@@ -158,6 +158,11 @@ class Emitter:
             for v in n.values[1:]:
                 acc = self.call_op(name, [acc, self.emit(v)], {})
             return acc
+        if isinstance(n, ast.Subscript):  # one return of a grouped formula's call (model.py builds these)
+            cpp, ty = self.emit(n.value)
+            if ty is None or ty.base != "tuple":
+                raise FormulaError(f"a formula for several arguments must return a tuple, not {ty}")
+            return f"std::get<{n.slice.value}>({cpp})", TENSOR
         if isinstance(n, ast.Call):
             kwargs = {k.arg: self.emit(k.value) for k in n.keywords}
             if isinstance(n.func, ast.Attribute):  # x.method(...): the op with x first
@@ -189,9 +194,20 @@ def formula_scope(op):
 
 
 def emit_formulas(model, op):
-    """-> {arg: cpp}, and the set of names/shapes the node must save."""
-    out, used, shapes = {}, set(), set()
+    """-> {arg: cpp}, the set of names/shapes the node must save, and the grouped
+    formulas' calls ({"var", "cpp", "args"}: computed once into `var`, read by each arg)."""
+    out, used, shapes, groups = {}, set(), set(), []
+    grouped = {a: k for k, names in enumerate(op.derivative.groups or []) for a in names}
+    for k, names in enumerate(op.derivative.groups or []):
+        em = Emitter(model, formula_scope(op))
+        cpp, _ = em.emit(ast.Expression(op.derivative.formulas[names[0]].body.value))
+        groups.append({"var": f"grads{k}__", "cpp": cpp, "args": names})
+        used |= em.used
+        shapes |= em.shapes
     for arg, tree in op.derivative.formulas.items():
+        if arg in grouped:
+            out[arg] = f"std::get<{tree.body.slice.value}>(grads{grouped[arg]}__)"
+            continue
         em = Emitter(model, formula_scope(op))
         cpp, ty = em.emit(tree)
         if not ty or not ty.is_tensor:
@@ -200,7 +216,7 @@ def emit_formulas(model, op):
         used |= em.used
         shapes |= em.shapes
     used.discard("grad")
-    return out, used, shapes
+    return out, used, shapes, groups
 
 
 def check_formulas(model, file):

@@ -31,6 +31,8 @@ LINEAR_IN = {
     "cumprod": _ALONE, "_cumprod_backward": [("grad",)], "_cumprod_jvp": [("tangent",)],  # scans (issue 11)
     "_conv_forward": [("input", "bias"), ("weight",)], "_conv_backward_input": [("grad_output",), ("weight",)],
     "_conv_backward_weight": [("grad_output",), ("input",)], "im2col": _ALONE, "col2im": _ALONE,  # conv (issue 11)
+    "_layer_norm_jvp": [("input_t",)], "_batch_norm_jvp": [("input_t",)],  # norm (issue 11)
+    "_batch_norm_param_jvp": [("param_t",)], "embedding": [("weight",)], "_embedding_backward": [("grad",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

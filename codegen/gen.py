@@ -214,7 +214,7 @@ class OpGen:
 
     def _node(self):
         op = self.op
-        formulas, used, shapes = emit_formulas(self.model, op)
+        formulas, used, shapes, groups = emit_formulas(self.model, op)
         diff = [p for p in op.sig.params if p.name in formulas]
         ret_names = [r.name for r in op.sig.returns]
         saved_inputs, saved_outputs, values = [], [], []
@@ -234,6 +234,9 @@ class OpGen:
             "struct": node_struct(self.model, op),
             "diff": [{"name": d.name, "index": i, "formula": formulas[d.name], "is_list": d.type.is_list}
                      for i, d in enumerate(diff)],
+            "groups": [{"var": g["var"], "cpp": g["cpp"],
+                        "cond": " || ".join(f"should_compute({[d.name for d in diff].index(a)})" for a in g["args"])}
+                       for g in groups],
             "saved_inputs": saved_inputs,
             "saved_outputs": saved_outputs,
             "fields": values,

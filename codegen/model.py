@@ -36,6 +36,7 @@ class Derivative:
     forward_text: str = ""
     forward_line: int = 0
     no_forward: str = ""    # `no_forward:` why the op has no forward derivative (it raises)
+    groups: list = None     # argument names sharing one formula that returns a tuple (`input, weight: f(...)`)
 
 
 @dataclass
@@ -352,21 +353,30 @@ def _parse_derivative(entry, model, file):
         no_forward = str(entry["no_forward"] or "").strip()
         if not no_forward:
             raise SpecError(file, entry.line_of("no_forward"), f"{op.full_name}: no_forward is the reason (non-empty)")
-    for arg, text in entry.items():
-        if arg in ("op", "name", "forward", "no_forward"):
+    groups = []
+    for key, text in entry.items():
+        if key in ("op", "name", "forward", "no_forward"):
             continue
-        param = op.sig.param(arg)
-        if param is None:
-            raise SpecError(file, entry.line_of(arg), f"{op.full_name} has no argument '{arg}'")
-        if param.type.base != "Tensor":
-            raise SpecError(file, entry.line_of(arg), f"{op.full_name}: '{arg}' is not a Tensor and has no gradient")
+        # `input, weight, bias: f(...)`: one call computes them all (its i-th return is the i-th gradient)
+        names = [a.strip() for a in str(key).split(",")]
+        for arg in names:
+            param = op.sig.param(arg)
+            if param is None:
+                raise SpecError(file, entry.line_of(key), f"{op.full_name} has no argument '{arg}'")
+            if param.type.base != "Tensor":
+                raise SpecError(file, entry.line_of(key), f"{op.full_name}: '{arg}' is not a Tensor and has no gradient")
         try:
-            formulas[arg] = expr.parse(str(text))
+            tree = expr.parse(str(text))
         except expr.ExprError as e:
-            raise SpecError(file, entry.line_of(arg), f"{op.full_name}.{arg}: {e}") from None
-        lines[arg], texts[arg] = entry.line_of(arg), str(text)
+            raise SpecError(file, entry.line_of(key), f"{op.full_name}.{key}: {e}") from None
+        if len(names) > 1:
+            groups.append(names)
+        for i, arg in enumerate(names):
+            formulas[arg] = tree if len(names) == 1 else ast.Expression(
+                ast.Subscript(tree.body, ast.Constant(i), ast.Load()))
+            lines[arg], texts[arg] = entry.line_of(key), str(text)
     return Derivative(entry.line, node_name, formulas, lines, texts, forward, forward_text,
-                      entry.line_of("forward") if forward is not None else entry.line, no_forward)
+                      entry.line_of("forward") if forward is not None else entry.line, no_forward, groups)
 
 
 def load_model(ops_path, derivatives_path):

@@ -19,6 +19,7 @@ from test_blas import OWN_JVP_CHECKS as BLAS_JVP_CHECKS
 from test_codegen_errors import GOOD_OP
 from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
+from test_norm import GRAD_CASES as NORM_GRAD_CASES
 
 try:
     import torch
@@ -83,6 +84,8 @@ OWN_CHECKS |= {"_conv_forward", "_conv_backward_input", "_conv_backward_weight",
                "conv2d", "conv2d.padding", "conv_transpose1d", "conv_transpose2d.input", "convolution", "im2col", "col2im",
                "_im2col_backward"}  # conv (issue 11): JVPs checked in tests/test_conv.py
 OWN_CHECKS |= BLAS_JVP_CHECKS  # blas (issue 11): JVPs checked in tests/test_blas.py
+              "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
+              *NORM_GRAD_CASES}  # norm (issue 11): JVPs checked in tests/test_norm.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

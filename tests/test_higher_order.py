@@ -13,6 +13,7 @@ from harness.spec import differentiable, load_spec
 from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
 from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
+from test_norm import GRAD_CASES as NORM_GRAD_CASES
 
 try:
     import torch
@@ -117,6 +118,7 @@ NOT_IN_HARNESS = {
     **{name: [(lambda a, b, f=getattr(ember, name): f([a * a, b]) * 2,
                 lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([[1.5, 2.0], [-1.0, 0.25]])), {})]
        for name in ("hstack", "vstack", "dstack")},
+    **NORM_GRAD_CASES,  # norm (issue 11): optional weights, running stats, index tensors (tests/test_norm.py)
     "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
              (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
     **RANDOM_OP_CASES,  # random ops (issue 11), made repeatable by reseeding

@@ -291,6 +291,9 @@ def goals(corename):
              "<=", 1.0, "no target in the issue"),
         Goal("blas", ("addmm 1024", "einsum bhqd,bhkd->bhqk (8,8,512,64)"), "torch", "ember/torch GFLOP/s", ">=", 1.0,
              "no target in the issue"),
+        Goal("batch_norm", ("batch_norm 2d train fwd+bwd b32 64ch 56x56",), "torch", "ember/torch time", "<=", 1 / 1.2),
+        Goal("layer_norm", ("layer_norm fwd+bwd 4096x1024",), "torch", "ember/torch time", "<=", 1 / 1.5),
+        Goal("embedding", ("embedding fwd+bwd 50000x512, 8192 indices",), "torch", "ember/torch time", "<=", 1 / 1.2),
     ]
 
 

@@ -362,7 +362,8 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches() + attention_benches() + conv_benches() + blas_benches())
+            + scan_benches() + attention_benches() + conv_benches() + blas_benches()
+            + norm_benches())
 
 
 def loss_benches():
@@ -556,3 +557,40 @@ def blas_benches():
 
     return [Bench(section, f"addmm {n}", "GFLOP/s", addmm, work=2 * n**3),
             Bench(section, f"einsum bhqd,bhkd->bhqk ({b},{h},{q},{d})", "GFLOP/s", scores, work=2 * b * h * q * q * d)]
+# ---------------------------------------------------------------- norm (issue 11)
+def norm_benches():
+    """Training steps (forward and backward) of batch_norm, layer_norm and embedding."""
+    def fwd_bwd(make):
+        def build(lib):
+            if lib.is_numpy:
+                return None
+            leaves, run, grad_shape = make(lib)
+            for t in leaves:
+                t.requires_grad_(True)
+            g = lib.randn(*grad_shape)
+
+            def step():
+                for t in leaves:
+                    t.grad = None
+                run().backward(g)
+            return step
+        return build
+
+    def batch_norm(lib):
+        x, w, b = lib.randn(32, 64, 56, 56), lib.randn(64), lib.randn(64)
+        rm, rv = lib.mod.zeros(64), lib.mod.ones(64)
+        return [x, w, b], lambda: lib.mod.nn.functional.batch_norm(x, rm, rv, w, b, training=True), x.shape
+
+    def layer_norm(lib):
+        x, w, b = lib.randn(4096, 1024), lib.randn(1024), lib.randn(1024)
+        return [x, w, b], lambda: lib.mod.nn.functional.layer_norm(x, [1024], w, b), x.shape
+
+    def embedding(lib):
+        w = lib.randn(50_000, 512)
+        idx = lib.mod.tensor(np.random.default_rng(0).integers(0, 50_000, size=8192))
+        return [w], lambda: lib.mod.nn.functional.embedding(idx, w), (8192, 512)
+
+    group = "normalization and embedding (training step)"
+    return [Bench(group, "batch_norm 2d train fwd+bwd b32 64ch 56x56", "ms", fwd_bwd(batch_norm), columns=TORCHLIKE_COLUMNS),
+            Bench(group, "layer_norm fwd+bwd 4096x1024", "ms", fwd_bwd(layer_norm), columns=TORCHLIKE_COLUMNS),
+            Bench(group, "embedding fwd+bwd 50000x512, 8192 indices", "ms", fwd_bwd(embedding), columns=TORCHLIKE_COLUMNS)]

@@ -69,6 +69,8 @@ PyObject* wrap(const TensorList& ts);
 PyObject* wrap_same(Tensor t, PyObject* receiver);
 PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
+inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
 
 // A generated op function: its method def (named by the op, as errors name it), the
 // ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.

@@ -650,3 +650,127 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if out is None:
         return input / denom
     return _C.div(input, denom, out=out)
+# ---------------------------------------------------------------- normalization and embeddings (issue 11)
+__all__ += [
+    "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "embedding", "embedding_bag", "one_hot",
+]
+
+one_hot = _nn.one_hot
+
+
+def _verify_batch_size(size):
+    size_prods = size[0]
+    for s in size[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """Normalizes each channel (dim 1) by the batch's statistics when training (updating the running
+    stats in place with `momentum`), by the running stats otherwise; then weight and bias per channel."""
+    if training:
+        _verify_batch_size(input.size())
+    return _C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-05):
+    """Normalizes each channel of each sample over its spatial dims."""
+    if use_input_stats:
+        size = input.size()
+        spatial = 1
+        for s in size[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+    return _C.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, False)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Normalizes over the trailing `normalized_shape` dims, then weight * x + bias."""
+    return _C.layer_norm(input, _shape_list(normalized_shape), weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalizes each group of channels of each sample, then weight and bias per channel."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:]))
+    return _C.group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) * weight over the trailing `normalized_shape` dims."""
+    return _C.rms_norm(input, _shape_list(normalized_shape), weight, eps)
+
+
+def _shape_list(shape):
+    return [shape] if isinstance(shape, int) else list(shape)
+
+
+def _padding_index(padding_idx, num_embeddings):
+    """PyTorch's checks of padding_idx, and its value as a row (-1: none)."""
+    if padding_idx is None:
+        return -1
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
+def _renorm(weight, input, max_norm, norm_type):
+    from .. import no_grad
+    with no_grad():
+        _C.embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """The rows of `weight` at `input`; max_norm renormalises the rows used, in place."""
+    padding_idx = _padding_index(padding_idx, weight.size(0))
+    if max_norm is not None:
+        _renorm(weight, input, max_norm, norm_type)
+    return _C.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxes of the embedding rows of each bag: the rows of a 2-D input, or
+    input[offsets[i]:offsets[i + 1]] of a 1-D one."""
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = _C.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse=True (sparse gradients) is not supported by ember")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    padding_idx = _padding_index(padding_idx, weight.size(0))
+    if max_norm is not None:
+        _renorm(weight, input, max_norm, norm_type)
+    return _C._embedding_bag_reduce(weight, input, offsets, modes[mode], per_sample_weights, include_last_offset,
+                                    padding_idx, scale_grad_by_freq)
