@@ -250,3 +250,72 @@ def np_cosine_similarity(a, b, dim=1, eps=1e-8):
 
 
 HELPERS.update({"np_cosine_similarity": np_cosine_similarity})
+# ---------------------------------------------------------------- sort (issue 11)
+def _order(a, dim, descending):
+    """The stable order along `dim` (descending keeps equal elements in input order, as torch)."""
+    a = np.asarray(a)
+    key = -a.astype(np.float64) if descending else a
+    return np.argsort(key, axis=dim, kind="stable")
+
+
+def np_sort(a, dim=-1, descending=False):
+    i = _order(a, dim, descending)
+    return np.take_along_axis(np.asarray(a), i, axis=dim), i
+
+
+def np_topk(a, k, dim=-1, largest=True):
+    i = np.take(_order(a, dim, largest), np.arange(k), axis=dim)
+    return np.take_along_axis(np.asarray(a), i, axis=dim), i
+
+
+def np_kthvalue(a, k, dim=-1, keepdim=False):
+    """The k-th smallest along `dim` (1-based) and its index; `a` has no ties."""
+    i = np.take(_order(a, dim, False), [k - 1], axis=dim)
+    v = np.take_along_axis(np.asarray(a), i, axis=dim)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def np_lower_median(a, dim, keepdim=False):
+    return np_kthvalue(a, (np.shape(a)[dim] + 1) // 2, dim, keepdim)
+
+
+def np_mode(a, dim=-1, keepdim=False):
+    """torch.mode: the most frequent value along `dim` (the smallest of equally frequent ones)
+    and the index of its last occurrence."""
+    a = np.asarray(a)
+    moved = np.moveaxis(a.reshape(a.shape or (1,)), dim, -1)
+    lines = moved.reshape(-1, moved.shape[-1])
+    values, indices = [], []
+    for line in lines:
+        uniq, counts = np.unique(line, return_counts=True)
+        v = uniq[np.argmax(counts)]
+        values.append(v)
+        indices.append(np.nonzero(line == v)[0][-1])
+    shape = moved.shape[:-1]
+    v = np.array(values, dtype=a.dtype).reshape(shape)
+    i = np.array(indices, dtype=np.int64).reshape(shape)
+    if keepdim and a.ndim:
+        v, i = np.expand_dims(v, dim), np.expand_dims(i, dim)
+    return v, i
+
+
+HELPERS.update({"np_sort": np_sort, "np_topk": np_topk, "np_kthvalue": np_kthvalue,
+                "np_lower_median": np_lower_median, "np_mode": np_mode})
+
+
+def np_histc(a, bins=100, min=0, max=0):
+    """torch.histc: equal-width bins over [min, max] (the data's range when equal), outside values dropped."""
+    a = np.asarray(a).reshape(-1)
+    dtype = a.dtype
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    lo, hi = dtype.type(lo), dtype.type(hi)          # positions in the input's precision, as torch
+    inside = a[(a >= lo) & (a <= hi)]
+    pos = np.minimum(((inside - lo) * dtype.type(bins) / (hi - lo)).astype(np.int64), bins - 1)
+    return np.bincount(pos, minlength=bins).astype(dtype)
+
+
+HELPERS.update({"np_histc": np_histc})
