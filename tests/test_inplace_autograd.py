@@ -193,6 +193,18 @@ OWN_LEAK_CALLS = {
     "scatter_add": lambda y, w: y.scatter_add_(1, LEAK_INDEX, w),
     "masked_fill.Scalar": lambda y, w: y.masked_fill_(w > 1, 0.5),
     "masked_fill.Tensor": lambda y, w: y.masked_fill_(w > 1, w[0, 0]),
+    # index2 (issue 11); scatter with reduce= has no derivative (as in PyTorch), so its src is detached
+    "scatter.src": lambda y, w: y.scatter_(1, LEAK_INDEX, w),
+    "scatter.value": lambda y, w: y.scatter_(1, LEAK_INDEX, 0.5),
+    "scatter.reduce": lambda y, w: y.detach().scatter_(1, LEAK_INDEX, w.detach(), reduce="add"),
+    "scatter.value_reduce": lambda y, w: y.detach().scatter_(1, LEAK_INDEX, 2.0, reduce="multiply"),
+    "scatter_reduce.two": lambda y, w: y.scatter_reduce_(1, LEAK_INDEX, w, "amax"),
+    "index_add": lambda y, w: y.index_add_(0, LEAK_INDEX[0], w, alpha=2),
+    "index_copy": lambda y, w: y.index_copy_(0, LEAK_INDEX[0], w),
+    "index_fill.int_Tensor": lambda y, w: y.index_fill_(1, LEAK_INDEX[0], w[0, 0]),
+    "index_fill.int_Scalar": lambda y, w: y.index_fill_(1, LEAK_INDEX[0], 0.5),
+    "masked_scatter": lambda y, w: y.masked_scatter_(w > 1, w),
+    "put": lambda y, w: y.put_(LEAK_INDEX[0], w[0], accumulate=True),
 }
 
 
