@@ -29,7 +29,7 @@ LINEAR_IN = {
     "slice": _ALONE, "narrow": _ALONE, "gather": _ALONE, "scatter_add": [("self", "src")],
     "cumsum": _ALONE, "flip": _ALONE, "diagonal": _ALONE, "_diagonal_backward": [("grad",)],
     "cumprod": _ALONE, "_cumprod_backward": [("grad",)], "_cumprod_jvp": [("tangent",)],  # scans (issue 11)
-    "scatter": [("self", "src")], "_scatter_reduce_jvp": [("self_t", "src_t")],  # index2 (issue 11)
+    "scatter": [("self", "src")], "_scatter_reduce_jvp": [("self_t", "src_t")], "_logcumsumexp_jvp": [("tangent",)],  # index2 (issue 11)
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

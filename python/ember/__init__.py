@@ -46,6 +46,9 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type,
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
+from .functional import (  # noqa: E402,F401  (varargs and as_tuple forms over the generated ops)
+    atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, meshgrid, nonzero,
+)
 from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
