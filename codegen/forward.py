@@ -33,6 +33,7 @@ LINEAR_IN = {
     "_conv_backward_weight": [("grad_output",), ("input",)], "im2col": _ALONE, "col2im": _ALONE,  # conv (issue 11)
     "_layer_norm_jvp": [("input_t",)], "_batch_norm_jvp": [("input_t",)],  # norm (issue 11)
     "_batch_norm_param_jvp": [("param_t",)], "embedding": [("weight",)], "_embedding_backward": [("grad",)],
+    "scatter": [("self", "src")], "_scatter_reduce_jvp": [("self_t", "src_t")], "_logcumsumexp_jvp": [("tangent",)],  # index2 (issue 11)
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -84,8 +84,7 @@ OWN_CHECKS |= {"_conv_forward", "_conv_backward_input", "_conv_backward_weight",
                "conv2d", "conv2d.padding", "conv_transpose1d", "conv_transpose2d.input", "convolution", "im2col", "col2im",
                "_im2col_backward"}  # conv (issue 11): JVPs checked in tests/test_conv.py
 OWN_CHECKS |= BLAS_JVP_CHECKS  # blas (issue 11): JVPs checked in tests/test_blas.py
-              "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
-              *NORM_GRAD_CASES}  # norm (issue 11): JVPs checked in tests/test_norm.py
+OWN_CHECKS |= set(NORM_GRAD_CASES)  # norm (issue 11): JVPs checked in tests/test_norm.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

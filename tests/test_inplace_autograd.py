@@ -200,6 +200,18 @@ OWN_LEAK_CALLS = {
     "addmv": lambda y, w: y[0].addmv_(w, w[1], alpha=2),
     "addbmm": lambda y, w: y.addbmm_(w.unsqueeze(0), w.unsqueeze(0)),
     "baddbmm": lambda y, w: y.unsqueeze(0).baddbmm_(w.unsqueeze(0), w.unsqueeze(0)),
+    # index2 (issue 11); scatter with reduce= has no derivative (as in PyTorch), so its src is detached
+    "scatter.src": lambda y, w: y.scatter_(1, LEAK_INDEX, w),
+    "scatter.value": lambda y, w: y.scatter_(1, LEAK_INDEX, 0.5),
+    "scatter.reduce": lambda y, w: y.detach().scatter_(1, LEAK_INDEX, w.detach(), reduce="add"),
+    "scatter.value_reduce": lambda y, w: y.detach().scatter_(1, LEAK_INDEX, 2.0, reduce="multiply"),
+    "scatter_reduce.two": lambda y, w: y.scatter_reduce_(1, LEAK_INDEX, w, "amax"),
+    "index_add": lambda y, w: y.index_add_(0, LEAK_INDEX[0], w, alpha=2),
+    "index_copy": lambda y, w: y.index_copy_(0, LEAK_INDEX[0], w),
+    "index_fill.int_Tensor": lambda y, w: y.index_fill_(1, LEAK_INDEX[0], w[0, 0]),
+    "index_fill.int_Scalar": lambda y, w: y.index_fill_(1, LEAK_INDEX[0], 0.5),
+    "masked_scatter": lambda y, w: y.masked_scatter_(w > 1, w),
+    "put": lambda y, w: y.put_(LEAK_INDEX[0], w[0], accumulate=True),
 }
 
 

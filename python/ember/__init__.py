@@ -30,8 +30,12 @@ from ._C import (  # noqa: E402
 # The generated ops of ember itself (add, sum, zeros, ...; those with a `python_module:`
 # are in that submodule). Private ones (_div_trunc) come too, as PyTorch's torch._foo.
 from ._C._VariableFunctions import *  # noqa: E402,F401,F403
-# torch.functional's Python forms of einsum, tensordot, cartesian_prod and cdist replace the bare ops.
-from .functional import cartesian_prod, cdist, einsum, tensordot  # type: ignore[assignment]  # noqa: E402,F401
+# torch.functional's Python forms (einsum's sublists, tensordot's dims, varargs, nonzero's as_tuple)
+# replace the bare ops.
+from .functional import (  # type: ignore[assignment]  # noqa: E402,F401
+    atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, cartesian_prod, cdist, einsum, meshgrid, nonzero,
+    tensordot,
+)
 
 # dtype aliases, as PyTorch names them.
 float = float32

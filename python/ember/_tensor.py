@@ -54,6 +54,11 @@ class Tensor(_C.TensorBase):
         t = _new_tensor(args[0], dtype=_C.get_default_dtype(), **kwargs)
         return t if cls is Tensor else Tensor._make_subclass(cls, t, False)
 
+    def nonzero(self, *, out: Optional[Tensor] = None, as_tuple: _bool = False) -> Any:
+        """The indices of the non-zero elements (ember.nonzero); `as_tuple=True` gives one tensor per dim."""
+        from .functional import nonzero
+        return nonzero(self, out=out, as_tuple=as_tuple)
+
     # ------------------------------------------------------------ NumPy and Python values
     def numpy(self, *, force: _bool = False) -> np.ndarray:
         """A NumPy array sharing this tensor's memory."""

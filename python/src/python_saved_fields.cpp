@@ -39,7 +39,7 @@ py::object to_python(const SavedField::Value& value, const std::shared_ptr<Node>
     } else if constexpr (std::is_same_v<T, Device>) {
       return py::reinterpret_steal<py::object>(device_object(v));
     } else {
-      return py::cast(v);  // bool, int64_t, double
+      return py::cast(v);  // bool, int64_t, double, str
     }
   }, value);
 }

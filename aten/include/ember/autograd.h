@@ -32,7 +32,7 @@ struct Generator;
 // (grad_fn._saved_<name>, graph export); monostate for an absent optional.
 struct SavedField {
   using Value = std::variant<std::monostate, const SavedVariable*, TensorList, bool, int64_t, double, Scalar,
-                             DimVector, ScalarType, Device>;
+                             DimVector, ScalarType, Device, std::string>;  // string: scatter_reduce's reduce
   const char* name;
   Value value;
 };

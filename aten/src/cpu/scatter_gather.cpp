@@ -1,7 +1,9 @@
-// gather and scatter_add on the CPU. Both walk the index's positions: the dims
-// other than `dim` are "rows" (run in parallel), each row a line along `dim`.
-// Distinct rows touch distinct lines of the result, so scatter_add needs no
-// atomics and adds in index order: deterministic at any thread count.
+// gather, scatter (src, value, add/multiply), scatter_add and scatter_reduce on the CPU.
+// All walk the index's positions: the dims other than `dim` are "rows" (run in
+// parallel), each row a line along `dim`. Distinct rows touch distinct lines of the
+// result, so the scatters need no atomics and combine in index order: deterministic
+// at any thread count. A row's indices are checked before it is used, so the loops
+// that move data are tight (and, on contiguous lines, free of stride multiplies).
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -9,8 +11,11 @@
 #include "ember/dispatch.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/math.h"
 #include "ember/ops/gather.h"
+#include "ember/ops/scatter.h"
 #include "ember/ops/scatter_add.h"
+#include "ember/ops/scatter_reduce.h"
 #include "ember/parallel.h"
 #include "ember/tensor.h"
 
@@ -86,26 +91,26 @@ struct BadIndex {
   }
 };
 
-// Runs body(first, third, j, v) for every index value v (checked in [0, bound)) at position j
-// of each row, rows in parallel; first/third: the row's offsets in RowWalk's tensors 0 and 2
-// (tensor 1 is the index), copied so that stores through the data cannot alias them.
-template <typename Body>
-void for_each_index(const RowWalk<3>& walk, const Tensor& idx, int64_t dim, int64_t bound, BadIndex& bad,
-                    Body&& body) {
+// Every row of the index (tensor 1 of the walk) is checked first, then handed whole to
+// body(offsets, index_row); offsets are the row's starts in the walk's tensors.
+template <int N, typename Body>
+void for_each_checked_row(const RowWalk<N>& walk, const Tensor& idx, int64_t dim, int64_t bound, BadIndex& bad,
+                          Body&& body) {
   const int64_t len = sizes_1d(idx)[dim], i_dim = strides_1d(idx)[dim];
   const int64_t* ip = idx.data<int64_t>();
-  parallel_for(walk.rows, std::max<int64_t>(1, kGrainSize / len), [&](int64_t b, int64_t e) {
+  parallel_for(walk.rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
     walk.run(b, e, [&](const int64_t* off) {
       const int64_t* i = ip + off[1];
-      const int64_t first = off[0], third = off[2];
       for (int64_t j = 0; j < len; ++j) {
         const int64_t v = i[j * i_dim];
         if (v < 0 || v >= bound) {
           bad.record(v);
           return false;
         }
-        body(first, third, j, v);
       }
+      int64_t copy[N];  // locals, so that stores through the data cannot alias them
+      std::copy(off, off + N, copy);
+      body(static_cast<const int64_t*>(copy), i);
       return !bad.hit.load(std::memory_order_relaxed);
     });
   });
@@ -130,52 +135,178 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*s
   const DimVector self_st = strides_1d(self), idx_st = strides_1d(idx), out_st = strides_1d(out);
   RowWalk<3> walk(is, dim, {&self_st, &idx_st, &out_st});
   const int64_t bound = ss[dim], s_dim = self_st[dim], o_dim = out_st[dim];
+  const int64_t len = is[dim], i_dim = idx_st[dim];
   BadIndex bad;
   visit_itemsize(self.itemsize(), "gather", [&]<typename U>() {
     const U* src = static_cast<const U*>(self.data_ptr());
     U* dst = static_cast<U*>(out.data_ptr());
-    for_each_index(walk, idx, dim, bound, bad, [&](int64_t s_off, int64_t o_off, int64_t j, int64_t v) {
-      dst[o_off + j * o_dim] = src[s_off + v * s_dim];
+    for_each_checked_row(walk, idx, dim, bound, bad, [&](const int64_t* off, const int64_t* i) {
+      const U* from = src + off[0];
+      U* to = dst + off[2];
+      if (s_dim == 1 && o_dim == 1 && i_dim == 1) {
+        for (int64_t j = 0; j < len; ++j) to[j] = from[i[j]];
+      } else {
+        for (int64_t j = 0; j < len; ++j) to[j * o_dim] = from[i[j * i_dim] * s_dim];
+      }
     });
   });
   bad.raise_if_hit(dim, bound);
   return out;
 }
 
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+namespace {
+
+// scatter's reductions: None assigns; the rest combine into the result (Mean divides at the end).
+enum class Reduce { None, Sum, Prod, Mean, Max, Min };
+
+Reduce parse_scatter_reduce(const std::string& reduce) {
+  EMBER_CHECK(reduce == "add" || reduce == "multiply", Runtime, "reduce argument must be either add or multiply.");
+  return reduce == "add" ? Reduce::Sum : Reduce::Prod;
+}
+
+Reduce parse_scatter_reduce_two(const std::string& reduce) {
+  if (reduce == "sum") return Reduce::Sum;
+  if (reduce == "prod") return Reduce::Prod;
+  if (reduce == "mean") return Reduce::Mean;
+  if (reduce == "amax") return Reduce::Max;
+  if (reduce == "amin") return Reduce::Min;
+  EMBER_FAIL(Runtime, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+}
+
+template <typename C>
+C reduce_identity(Reduce r) {
+  switch (r) {
+    case Reduce::Prod: return C(1);
+    case Reduce::Max: return lowest_value<C>();
+    case Reduce::Min: return highest_value<C>();
+    default: return C(0);
+  }
+}
+
+template <typename C>
+C reduce_combine(Reduce r, C acc, C x) {
+  switch (r) {
+    case Reduce::Sum: case Reduce::Mean: return acc + x;
+    case Reduce::Prod: return acc * x;
+    case Reduce::Max: return math::maximum(acc, x);
+    case Reduce::Min: return math::minimum(acc, x);
+    default: return x;
+  }
+}
+
+// The shared scatter: a copy of `self` with `src` (or `value` when src is undefined) put at
+// `index` along `dim`, combined by `r`; include_self=False starts each target from the identity.
+// When the index covers every line of self, each row copies its line of self first (one pass
+// over memory instead of two).
+Tensor scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Scalar& value,
+                    Reduce r, bool include_self, const char* op) {
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
-  dim = wrap_dim(dim, nd, "scatter_add");
+  dim = wrap_dim(dim, nd, op);
   const Tensor idx = index_as_long(index, "scatter");
-  EMBER_CHECK(src.dtype() == self.dtype(), Runtime, "scatter(): Expected self.dtype to be equal to src.dtype");
-  EMBER_CHECK(std::max<int64_t>(idx.dim(), 1) == nd || idx.numel() == 0, Runtime,
-              "scatter_add(): Index tensor must have the same number of dimensions as self tensor");
-  EMBER_CHECK(std::max<int64_t>(src.dim(), 1) == nd || idx.numel() == 0, Runtime,
-              "scatter_add(): Index tensor must have the same number of dimensions as src tensor");
-  // The result: a fresh contiguous copy of self (the in-place form copies it back).
+  if (src.defined())
+    EMBER_CHECK(src.dtype() == self.dtype(), Runtime, "scatter(): Expected self.dtype to be equal to src.dtype");
+  EMBER_CHECK(std::max<int64_t>(idx.dim(), 1) == nd || idx.numel() == 0, Runtime, op,
+              "(): Index tensor must have the same number of dimensions as self tensor");
+  if (src.defined())
+    EMBER_CHECK(std::max<int64_t>(src.dim(), 1) == nd || idx.numel() == 0, Runtime, op,
+                "(): Index tensor must have the same number of dimensions as src tensor");
   Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
-  copy_elements(out, self);
-  if (idx.numel() == 0) return out;
-  const DimVector is = sizes_1d(idx), ss = sizes_1d(self), srs = sizes_1d(src);
-  for (int64_t d = 0; d < nd; ++d)
+  const DimVector is = sizes_1d(idx), ss = sizes_1d(self);
+  const DimVector srs = src.defined() ? sizes_1d(src) : is;
+  for (int64_t d = 0; d < nd && idx.numel() > 0; ++d)
     EMBER_CHECK(is[d] <= srs[d] && (d == dim || is[d] <= ss[d]), Runtime, "Expected index ", shape_str(idx),
                 " to be no larger than self ", shape_str(self), " apart from dimension ", dim,
-                " and to be no larger size than src ", shape_str(src));
+                " and to be no larger size than src ", src.defined() ? shape_str(src) : shape_str(idx));
+  bool covers = idx.numel() > 0;
+  for (int64_t d = 0; d < nd; ++d) covers = covers && (d == dim || is[d] == ss[d]);
+  if (!covers) copy_elements(out, self);
+  if (idx.numel() == 0) return out;
 
-  const DimVector src_st = strides_1d(src), idx_st = strides_1d(idx), out_st = strides_1d(out);
-  RowWalk<3> walk(is, dim, {&src_st, &idx_st, &out_st});
-  const int64_t bound = ss[dim], s_dim = src_st[dim], o_dim = out_st[dim];
+  const DimVector src_st = src.defined() ? strides_1d(src) : DimVector(is.size(), 0);
+  const DimVector idx_st = strides_1d(idx), out_st = strides_1d(out), self_st = strides_1d(self);
+  RowWalk<4> walk(is, dim, {&src_st, &idx_st, &out_st, &self_st});
+  const int64_t len = is[dim], bound = ss[dim], i_dim = idx_st[dim];
+  const int64_t s_dim = src_st[dim], o_dim = out_st[dim], self_dim = self_st[dim];
   BadIndex bad;
   visit_dtype(self.dtype(), [&]<typename T>() {
     using C = opmath_t<T>;
-    const T* sp = src.data<T>();
+    const T fill = src.defined() ? T() : value.to<T>();
+    const T* sp = src.defined() ? src.data<T>() : &fill;  // a value is read through stride 0
+    const T* old = self.data<T>();
     T* dst = out.data<T>();
-    for_each_index(walk, idx, dim, bound, bad, [&](int64_t s_off, int64_t o_off, int64_t j, int64_t v) {
-      T& x = dst[o_off + v * o_dim];
-      x = static_cast<T>(static_cast<C>(x) + static_cast<C>(sp[s_off + j * s_dim]));
+    const C init = reduce_identity<C>(r);
+    for_each_checked_row(walk, idx, dim, bound, bad, [&](const int64_t* off, const int64_t* i) {
+      const T* from = sp + off[0];
+      T* line = dst + off[2];
+      if (covers) {
+        const T* self_line = old + off[3];
+        for (int64_t k = 0; k < bound; ++k) line[k * o_dim] = self_line[k * self_dim];
+      }
+      if (r == Reduce::None) {
+        for (int64_t j = 0; j < len; ++j) line[i[j * i_dim] * o_dim] = from[j * s_dim];
+        return;
+      }
+      if (r == Reduce::Sum && include_self && o_dim == 1 && i_dim == 1 && s_dim == 1) {  // scatter_add's lines
+        for (int64_t j = 0; j < len; ++j) line[i[j]] = static_cast<T>(static_cast<C>(line[i[j]]) + static_cast<C>(from[j]));
+        return;
+      }
+      // Mean counts the contributions of each target of this line (include_self counts self).
+      std::vector<int64_t> count(r == Reduce::Mean ? bound : 0, include_self ? 1 : 0);
+      if (!include_self)
+        for (int64_t j = 0; j < len; ++j) line[i[j * i_dim] * o_dim] = static_cast<T>(init);
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t v = i[j * i_dim];
+        T& x = line[v * o_dim];
+        x = static_cast<T>(reduce_combine<C>(r, static_cast<C>(x), static_cast<C>(from[j * s_dim])));
+        if (r == Reduce::Mean) ++count[v];
+      }
+      if (r != Reduce::Mean) return;
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t v = i[j * i_dim];
+        if (count[v] == 0) continue;
+        T& x = line[v * o_dim];
+        if constexpr (std::is_integral_v<T>)  // PyTorch floors an integral mean
+          x = static_cast<T>(math::floor_divide(static_cast<int64_t>(x), count[v]));
+        else
+          x = static_cast<T>(static_cast<C>(x) / static_cast<C>(count[v]));
+        count[v] = 0;  // divided once
+      }
     });
   });
   bad.raise_if_hit(dim, bound);
   return out;
+}
+
+}  // namespace
+
+Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(self, dim, index, src, Scalar(), Reduce::Sum, true, "scatter_add");
+}
+
+Tensor scatter_src_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(self, dim, index, src, Scalar(), Reduce::None, true, "scatter");
+}
+
+Tensor scatter_value_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter_impl(self, dim, index, Tensor(), value, Reduce::None, true, "scatter");
+}
+
+Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                          const std::string& reduce) {
+  const Reduce r = parse_scatter_reduce(reduce);
+  return scatter_impl(self, dim, index, src, Scalar(), r, true, "scatter");
+}
+
+Tensor scatter_value_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
+                                const std::string& reduce) {
+  const Reduce r = parse_scatter_reduce(reduce);
+  return scatter_impl(self, dim, index, Tensor(), value, r, true, "scatter");
+}
+
+Tensor scatter_reduce_two_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                              const std::string& reduce, bool include_self) {
+  const Reduce r = parse_scatter_reduce_two(reduce);
+  return scatter_impl(self, dim, index, src, Scalar(), r, include_self, "scatter_reduce");
 }
 
 }  // namespace ember::cpu
