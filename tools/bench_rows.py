@@ -362,7 +362,7 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches())
+            + scan_benches() + pool_benches())
 
 
 def loss_benches():
@@ -478,3 +478,29 @@ def scan_benches():
         return lambda: lib.mod.cumsum(a, 0)
 
     return [Bench("scans (GB/s = bytes read + written)", "cumsum 1e7", "GB/s", build, work=2 * n * F32)]
+
+
+# ---------------------------------------------------------------- pool (issue 11)
+def pool_benches():
+    """ResNet's stem pool: max_pool2d k3 s2 p1 over b64 x 64 ch x 56x56 float32, forward and forward+backward."""
+    shape = (64, 64, 56, 56)
+
+    def build(backward):
+        def make(lib):
+            if lib.is_numpy:
+                return None
+            x = lib.randn(*shape)
+            functional = lib.mod.nn.functional
+            if not backward:
+                return lambda: functional.max_pool2d(x, 3, 2, 1)
+            x.requires_grad_(True)
+
+            def step():
+                x.grad = None
+                functional.max_pool2d(x, 3, 2, 1).sum().backward()
+            return step
+        return make
+
+    section = "pool"
+    return [Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd", "ms", build(False), columns=TORCHLIKE_COLUMNS),
+            Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]

@@ -240,3 +240,124 @@ def np_unflatten_shape(a, dim, sizes):
 
 
 HELPERS.update({"np_diag_embed": np_diag_embed, "np_unflatten_shape": np_unflatten_shape})
+
+
+# ---------------------------------------------------------------- pool (issue 11)
+def _pair(v, n=2):
+    v = [v] if isinstance(v, int) else list(v)
+    return v * n if len(v) == 1 else v
+
+
+def np_pooled_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling_output_shape."""
+    span = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = span // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def np_max_pool2d_with_indices(a, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max over dilated windows of the last two dims, and the flat (h * W + w) index of each maximum."""
+    a = np.asarray(a)
+    (kh, kw), (ph, pw), (dh, dw) = _pair(kernel_size), _pair(padding), _pair(dilation)
+    sh, sw = _pair(stride) if (isinstance(stride, int) or len(stride)) else (kh, kw)
+    H, W = a.shape[-2:]
+    oh_, ow_ = np_pooled_size(H, kh, sh, ph, dh, ceil_mode), np_pooled_size(W, kw, sw, pw, dw, ceil_mode)
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    idx = np.empty(a.shape[:-2] + (oh_, ow_), np.int64)
+    for oh in range(oh_):
+        rows = [h for h in range(oh * sh - ph, oh * sh - ph + (kh - 1) * dh + 1, dh) if 0 <= h < H]
+        for ow in range(ow_):
+            cols = [w for w in range(ow * sw - pw, ow * sw - pw + (kw - 1) * dw + 1, dw) if 0 <= w < W]
+            flat = np.array([h * W + w for h in rows for w in cols])
+            win = a[..., rows, :][..., cols].reshape(a.shape[:-2] + (len(rows) * len(cols),))
+            # NaN wins (the last one, as PyTorch's scan); else the first maximum
+            nan = np.isnan(win) if win.dtype.kind == "f" else np.zeros(win.shape, bool)
+            last_nan = win.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+            pick = np.where(nan.any(-1), last_nan, np.argmax(win, axis=-1))
+            out[..., oh, ow] = np.take_along_axis(win, pick[..., None], -1)[..., 0]
+            idx[..., oh, ow] = flat[pick]
+    return out, idx
+
+
+def np_max_pool2d(a, *args):
+    return np_max_pool2d_with_indices(a, *args)[0]
+
+
+def np_max_pool1d(a, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    one = lambda v: [v] if isinstance(v, int) else list(v)
+    stride = one(stride)
+    out = np_max_pool2d(np.asarray(a)[..., None, :], [1] + one(kernel_size), [1] + stride if stride else [],
+                        [0] + one(padding), [1] + one(dilation), ceil_mode)
+    return out[..., 0, :]
+
+
+def np_avg_pool2d(a, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                  divisor_override=None):
+    """PyTorch's avg_pool2d: windows clipped to the padded input, divisor by the options."""
+    a = np.asarray(a)
+    (kh, kw), (ph, pw) = _pair(kernel_size), _pair(padding)
+    sh, sw = _pair(stride) if (isinstance(stride, int) or len(stride)) else (kh, kw)
+    H, W = a.shape[-2:]
+    oh_, ow_ = np_pooled_size(H, kh, sh, ph, 1, ceil_mode), np_pooled_size(W, kw, sw, pw, 1, ceil_mode)
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    for oh in range(oh_):
+        h0, h1 = oh * sh - ph, min(oh * sh - ph + kh, H + ph)
+        for ow in range(ow_):
+            w0, w1 = ow * sw - pw, min(ow * sw - pw + kw, W + pw)
+            win = a[..., max(h0, 0):min(h1, H), max(w0, 0):min(w1, W)]
+            n = (divisor_override if divisor_override else
+                 (h1 - h0) * (w1 - w0) if count_include_pad else win.shape[-1] * win.shape[-2])
+            total = win.sum(axis=(-2, -1))
+            # integers divide as PyTorch's C++ (truncating)
+            out[..., oh, ow] = np.trunc(total / n) if a.dtype.kind in "iu" else total / n
+    return out
+
+
+def np_avg_pool1d(a, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    one = lambda v: [v] if isinstance(v, int) else list(v)
+    stride = one(stride)
+    out = np_avg_pool2d(np.asarray(a)[..., None, :], [1] + one(kernel_size), [1] + stride if stride else [],
+                        [0] + one(padding), ceil_mode, count_include_pad)
+    return out[..., 0, :]
+
+
+def _adaptive_windows(size, out):
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def np_adaptive_avg_pool2d(a, output_size):
+    a = np.asarray(a)
+    oh_, ow_ = _pair(output_size)
+    H, W = a.shape[-2:]
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    for oh, (h0, h1) in enumerate(_adaptive_windows(H, oh_)):
+        for ow, (w0, w1) in enumerate(_adaptive_windows(W, ow_)):
+            out[..., oh, ow] = a[..., h0:h1, w0:w1].mean(axis=(-2, -1))
+    return out
+
+
+def np_adaptive_avg_pool1d(a, output_size):
+    return np_adaptive_avg_pool2d(np.asarray(a)[..., None, :], [1] + _pair(output_size, 1))[..., 0, :]
+
+
+def np_adaptive_max_pool2d(a, output_size):
+    """Values and flat indices of the adaptive windows' maxima (first maximum; NaN wins)."""
+    a = np.asarray(a)
+    oh_, ow_ = _pair(output_size)
+    H, W = a.shape[-2:]
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    idx = np.empty(a.shape[:-2] + (oh_, ow_), np.int64)
+    for oh, (h0, h1) in enumerate(_adaptive_windows(H, oh_)):
+        for ow, (w0, w1) in enumerate(_adaptive_windows(W, ow_)):
+            win = a[..., h0:h1, w0:w1].reshape(a.shape[:-2] + ((h1 - h0) * (w1 - w0),))
+            pick = np.argmax(win, axis=-1)
+            out[..., oh, ow] = np.take_along_axis(win, pick[..., None], -1)[..., 0]
+            idx[..., oh, ow] = (h0 + pick // (w1 - w0)) * W + w0 + pick % (w1 - w0)
+    return out, idx
+
+
+HELPERS.update({"np_max_pool2d": np_max_pool2d, "np_max_pool1d": np_max_pool1d, "np_avg_pool2d": np_avg_pool2d,
+                "np_avg_pool1d": np_avg_pool1d, "np_adaptive_avg_pool2d": np_adaptive_avg_pool2d,
+                "np_adaptive_avg_pool1d": np_adaptive_avg_pool1d})

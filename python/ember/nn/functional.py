@@ -519,3 +519,95 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     if swap:
         d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
     return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
+
+
+# ---------------------------------------------------------------- pool (issue 11)
+# torch.nn.functional's Python signatures over the kernels in ember._C._nn and the top-level
+# composites: stride=None means the kernel size, return_indices picks the *_with_indices form.
+__all__ += [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+]
+
+
+def _stride(stride):
+    return [] if stride is None else stride
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """The maximum of each window of the last dim, and its index."""
+    return _C.max_pool1d_with_indices(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of each window of the last dim (and the indices with return_indices)."""
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _C.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """The maximum of each window of the last two dims, and its flat index in the plane."""
+    return _nn.max_pool2d_with_indices(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of each window of the last two dims (and the indices with return_indices)."""
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _C.max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """The mean of each window of the last dim."""
+    return _C.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean of each window of the last two dims."""
+    return _nn.avg_pool2d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def _adaptive_size(output_size, input, n):
+    """PyTorch's _list_with_default: None entries keep the input's size."""
+    sizes = [output_size] * n if isinstance(output_size, int) else list(output_size)
+    if len(sizes) == 1 and n > 1:
+        sizes = sizes * n
+    return [input.size(d - len(sizes)) if s is None else s for d, s in enumerate(sizes)]
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last dim, and its index."""
+    return _C.adaptive_max_pool1d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last dim (and the indices with return_indices)."""
+    result = _C.adaptive_max_pool1d(input, output_size)
+    return result if return_indices else result[0]
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last two dims, and its flat index in the plane."""
+    return _nn.adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last two dims (and the indices with return_indices)."""
+    result = adaptive_max_pool2d_with_indices(input, output_size)
+    return result if return_indices else result[0]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """The mean of each adaptive window of the last dim."""
+    return _C.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean of each adaptive window of the last two dims."""
+    return _nn.adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
