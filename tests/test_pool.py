@@ -10,8 +10,8 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
-from harness.refs import (np_adaptive_avg_pool2d, np_adaptive_max_pool2d, np_avg_pool2d,
-                          np_max_pool2d_with_indices)
+from harness.refs import (np_adaptive_avg_pool2d, np_adaptive_max_pool2d, np_avg_pool2d, np_max_pool2d_with_indices,
+                          np_pad, np_upsample_linear, np_upsample_nearest)
 
 try:
     import torch
@@ -335,3 +335,210 @@ def test_public_names_and_signatures():
 def test_cuda_slot_names_the_op_and_device(fn, op):
     with pytest.raises(NotImplementedError, match=f"{op}: .*not implemented on cuda"):
         fn(ember.ones(1, 4, 4).cuda())
+
+
+# ---------------------------------------------------------------- padding and pixel shuffles
+PADS = [((2, 5), (2, 1)), ((2, 3, 4), (1, 3, 2, 0)), ((1, 2, 4, 5), (2, 2, 1, 3)), ((2, 3, 4), (1, 2, -1, 2)),
+        ((2, 4, 3), (-1, 2, 2, -2)), ((2, 3, 3), (1, -2, 0, 1)), ((1, 2, 3, 4, 5), (1, 2, 0, 1, 2, 1)),
+        ((2, 5, 5), (-2, 1, -1, -3)), ((3, 6), (5, 0))]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,amounts", PADS, ids=[str(p[1]) for p in PADS])
+def test_pad_modes_against_numpy_and_torch(mode, shape, amounts):
+    a = np.random.default_rng(8).standard_normal(shape)
+    if mode == "reflect" and max(amounts) >= min(shape[-len(amounts) // 2:]):
+        pytest.skip("reflect pads less than the dim")
+    want = np_pad(a, amounts, mode, 0.5 if mode == "constant" else None)
+    value = 0.5 if mode == "constant" else None
+    for x in (ember.tensor(a), noncontig(a)):
+        got = F.pad(x, amounts, mode, value)
+        np.testing.assert_array_equal(got.numpy(), want)
+    if torch is not None:
+        np.testing.assert_array_equal(TF.pad(torch.tensor(a), amounts, mode, value).numpy(), want)
+
+
+def test_constant_pad_casts_the_value_and_always_copies():
+    x = ember.tensor([[1, 2], [3, 4]])
+    assert ember.constant_pad_nd(x, [1, 0], 2.5).tolist() == [[2, 1, 2], [2, 3, 4]]
+    y = ember.constant_pad_nd(x, [0, 0])
+    y[0, 0] = 9
+    assert x[0, 0].item() == 1
+    crop = F.pad(x, (-1, 0))
+    crop[0, 0] = 9
+    assert x.tolist() == [[1, 2], [3, 4]] and crop.tolist() == [[9], [4]]
+    assert F.pad(ember.ones(2, 2, dtype=ember.bool), (1, 0)).tolist() == [[False, True, True], [False, True, True]]
+
+
+PAD_ERRORS = [
+    (lambda F, x: F.pad(x, (1, 2, 3)), RuntimeError, "Padding length must be divisible by 2"),
+    (lambda F, x: F.pad(x, (1,) * 10), RuntimeError,
+     "Padding length should be less than or equal to two times the input dimension but got padding length 10 and "
+     "input of dimension 4"),
+    (lambda F, x: F.pad(x, (5, 5), mode="reflect"), NotImplementedError,
+     "Padding size 2 is not supported for 4D input tensor."),
+    (lambda F, x: F.pad(x, (1, 1), mode="foo"), NotImplementedError, "Unrecognised padding mode foo"),
+    (lambda F, x: F.pad(x, (5, 1, 1, 1), mode="reflect"), RuntimeError,
+     r"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding \(5, 1\) at "
+     r"dimension 3 of input \[1, 2, 5, 5\]"),
+    (lambda F, x: F.pad(x, (6, 1, 1, 1), mode="circular"), RuntimeError,
+     "Padding value causes wrapping around more than once."),
+    (lambda F, x: F.pad(x, (1, 1, 1, 1), mode="reflect", value=1.0), RuntimeError,
+     "Padding mode \"reflect\" doesn't take in value argument"),
+    (lambda F, x: F.pad(x, (-6, 1)), RuntimeError, r"narrow\(\): length must be non-negative."),
+    (lambda F, x: F.pixel_shuffle(x, 2), RuntimeError,
+     r"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but "
+     r"input.size\(-3\)=2 is not divisible by 4"),
+    (lambda F, x: F.pixel_shuffle(x[0, 0], 2), RuntimeError,
+     r"pixel_shuffle expects input to have at least 3 dimensions, but got input with 2 dimension\(s\)"),
+    (lambda F, x: F.pixel_shuffle(x, 0), RuntimeError, "pixel_shuffle expects a positive upscale_factor, but got 0"),
+    (lambda F, x: F.pixel_unshuffle(x, 2), RuntimeError,
+     r"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size\(-2\)=5 is not divisible by 2"),
+    (lambda F, x: F.pixel_unshuffle(x[:, :, :4], 2), RuntimeError,
+     r"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size\(-1\)=5 is not divisible by 2"),
+]
+
+
+@pytest.mark.parametrize("fn,cls,message", PAD_ERRORS, ids=[str(i) for i in range(len(PAD_ERRORS))])
+def test_pad_and_shuffle_errors_match_pytorch(fn, cls, message):
+    a = np.random.default_rng(9).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    with pytest.raises(cls, match=message):
+        fn(F, ember.tensor(a))
+    if torch is not None:
+        with pytest.raises(cls, match=message):
+            fn(TF, torch.tensor(a))
+
+
+def test_pixel_shuffle_round_trip_and_torch():
+    a = np.random.default_rng(10).standard_normal((2, 3, 18, 4, 6)).astype(np.float32)
+    x = ember.tensor(a)
+    y = F.pixel_shuffle(x, 3)
+    assert y.shape == (2, 3, 2, 12, 18)
+    np.testing.assert_array_equal(F.pixel_unshuffle(y, 3).numpy(), a)
+    if torch is not None:
+        np.testing.assert_array_equal(y.numpy(), TF.pixel_shuffle(torch.tensor(a), 3).numpy())
+        np.testing.assert_array_equal(F.pixel_unshuffle(x, 2).numpy(), TF.pixel_unshuffle(torch.tensor(a), 2).numpy())
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_gradients(mode):
+    x = ember.tensor(distinct(1, 3, 4), requires_grad=True)
+    fn = lambda t: F.pad(t, (2, -1, 1, 2), mode) ** 2
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+
+
+# ---------------------------------------------------------------- interpolate
+SIZES = [dict(size=9), dict(size=2), dict(scale_factor=2), dict(scale_factor=0.7), dict(scale_factor=2.3),
+         dict(scale_factor=1.7, recompute_scale_factor=True), dict(scale_factor=3), dict(size=(4, 11)),
+         dict(scale_factor=(1.5, 0.5))]
+MODES = [("nearest", None), ("nearest-exact", None), ("linear", False), ("linear", True), ("area", None)]
+
+
+@pytest.mark.parametrize("kwargs", SIZES, ids=[str(s) for s in SIZES])
+@pytest.mark.parametrize("mode,align", MODES, ids=[f"{m}-{a}" for m, a in MODES])
+@pytest.mark.parametrize("ndim", [3, 4])
+def test_interpolate_against_numpy_and_torch(ndim, mode, align, kwargs):
+    shape = (2, 3, 7) if ndim == 3 else (2, 2, 5, 6)
+    spatial = ndim - 2
+    if any(isinstance(v, tuple) and len(v) != spatial for v in kwargs.values()):
+        pytest.skip("sizes for the other rank")
+    mode = "bilinear" if mode == "linear" and ndim == 4 else mode
+    a = np.random.default_rng(11).standard_normal(shape)
+    got = F.interpolate(noncontig(a), mode=mode, align_corners=align, **kwargs).numpy()
+    scale = kwargs.get("scale_factor")
+    scales = list(scale) if isinstance(scale, tuple) else [scale] * spatial
+    size = kwargs.get("size")
+    out = list(size) if isinstance(size, tuple) else [size] * spatial if size else [
+        int(n * s) for n, s in zip(shape[2:], scales)]
+    if kwargs.get("recompute_scale_factor"):
+        scales = [None] * spatial
+    hw = ([None] + scales)[-2:]
+    if mode in ("nearest", "nearest-exact"):
+        want = np_upsample_nearest(a, out, *hw, mode == "nearest-exact")
+    elif mode == "area":
+        want = np_adaptive_avg_pool2d(a if ndim == 4 else a[:, :, None], out if ndim == 4 else [1] + out)
+        want = want if ndim == 4 else want[:, :, 0]
+    else:
+        want = np_upsample_linear(a, out, align, *hw)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    if torch is not None:
+        t = TF.interpolate(torch.tensor(a), mode=mode, align_corners=align, **kwargs).numpy()
+        np.testing.assert_allclose(got, t, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_interpolate_float32_and_half_types(dtype):
+    a = np.random.default_rng(12).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    x = ember.tensor(a).to(getattr(ember, dtype))
+    tol = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}[dtype]  # float32: the blend cancels near 0
+    for mode, align in [("bilinear", False), ("bilinear", True), ("nearest", None)]:
+        got = F.interpolate(x, scale_factor=1.75, mode=mode, align_corners=align)
+        assert got.dtype == x.dtype
+        ref = x.to(ember.float32).numpy()
+        want = (np_upsample_linear(ref, [28, 28], align, 1.75, 1.75) if mode == "bilinear"
+                else np_upsample_nearest(ref, [28, 28], 1.75, 1.75))
+        np.testing.assert_allclose(got.to(ember.float32).numpy(), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("mode,align", [("nearest", None), ("nearest-exact", None), ("bilinear", False),
+                                        ("bilinear", True), ("area", None)])
+def test_interpolate_gradients(mode, align):
+    x = ember.tensor(distinct(1, 2, 3, 4), requires_grad=True)
+    for kwargs in (dict(size=(5, 3)), dict(scale_factor=1.5)):
+        fn = lambda t: F.interpolate(t, mode=mode, align_corners=align, **kwargs) ** 2
+        assert gradcheck(fn, (x,), check_forward_ad=True)
+        assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+
+
+def test_upsample_aliases_warn_and_match_interpolate():
+    x = ember.tensor(distinct(1, 2, 3, 4))
+    with pytest.warns(UserWarning, match="nn.functional.upsample is deprecated"):
+        y = F.upsample(x, scale_factor=2, mode="bilinear")
+    np.testing.assert_array_equal(y.numpy(), F.interpolate(x, scale_factor=2, mode="bilinear").numpy())
+    with pytest.warns(UserWarning, match="upsample_nearest is deprecated"):
+        y = F.upsample_nearest(x, size=(5, 7))
+    np.testing.assert_array_equal(y.numpy(), F.interpolate(x, size=(5, 7)).numpy())
+    with pytest.warns(UserWarning, match="upsample_bilinear is deprecated"):
+        y = F.upsample_bilinear(x, scale_factor=2)
+    np.testing.assert_array_equal(y.numpy(), F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                           align_corners=True).numpy())
+
+
+INTERP_ERRORS = [
+    (dict(size=4, align_corners=True), ValueError, "align_corners option can only be set with the interpolating modes"),
+    (dict(size=4, scale_factor=2), ValueError, "only one of size or scale_factor should be defined"),
+    (dict(), ValueError, "either size or scale_factor should be defined"),
+    (dict(size=(2, 3, 4)), ValueError, "Input and output must have the same number of spatial dimensions, but got "
+                                       r"input with spatial dimensions of \[5, 5\] and output size of \(2, 3, 4\)"),
+    (dict(scale_factor=(2, 3, 4)), ValueError, "Input and scale_factor must have the same number of spatial "
+                                               "dimensions"),
+    (dict(size=4, recompute_scale_factor=True), ValueError,
+     "recompute_scale_factor is not meaningful with an explicit size."),
+    (dict(size=4, mode="linear"), NotImplementedError, "Got 4D input, but linear mode needs 3D input"),
+    (dict(size=4, mode="foo"), NotImplementedError, r"Input Error: Only 3D, 4D and 5D input Tensors supported \(got 4D\)"),
+]
+
+
+@pytest.mark.parametrize("kwargs,cls,message", INTERP_ERRORS, ids=[str(i) for i in range(len(INTERP_ERRORS))])
+def test_interpolate_errors_match_pytorch(kwargs, cls, message):
+    a = np.zeros((1, 2, 5, 5), np.float32)
+    with pytest.raises(cls, match=message):
+        F.interpolate(ember.tensor(a), **kwargs)
+    if torch is not None:
+        with pytest.raises(cls, match=message):
+            TF.interpolate(torch.tensor(a), **kwargs)
+    with pytest.raises(NotImplementedError, match="Got 3D input, but bilinear mode needs 4D input"):
+        F.interpolate(ember.ones(1, 2, 3), size=4, mode="bilinear")
+
+
+@pytest.mark.parametrize("shape", [(8, 64, 56, 56), (1, 3, 224, 224)])
+def test_bilinear_realistic_sizes(threads, shape):
+    a = np.random.default_rng(13).standard_normal(shape).astype(np.float32)
+    got = F.interpolate(ember.tensor(a), scale_factor=2, mode="bilinear")
+    if torch is not None:
+        np.testing.assert_allclose(got.numpy(), TF.interpolate(torch.tensor(a), scale_factor=2, mode="bilinear").numpy(),
+                                   rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_allclose(got.numpy()[:1], np_upsample_linear(a[:1], [2 * shape[2], 2 * shape[3]], False,
+                                                                        2.0, 2.0), rtol=1e-5, atol=1e-5)

@@ -361,3 +361,98 @@ def np_adaptive_max_pool2d(a, output_size):
 HELPERS.update({"np_max_pool2d": np_max_pool2d, "np_max_pool1d": np_max_pool1d, "np_avg_pool2d": np_avg_pool2d,
                 "np_avg_pool1d": np_avg_pool1d, "np_adaptive_avg_pool2d": np_adaptive_avg_pool2d,
                 "np_adaptive_avg_pool1d": np_adaptive_avg_pool1d})
+
+
+def _pad_source(n, left, right, mode):
+    """The input position read by each output position of one padded dim (-1: the fill value)."""
+    p = np.arange(-left, n + right)
+    if mode == "constant":
+        return np.where((p >= 0) & (p < n), p, -1)
+    if mode == "reflect":
+        p = np.abs(p)
+        return np.where(p >= n, 2 * (n - 1) - p, p)
+    if mode == "replicate":
+        return np.clip(p, 0, n - 1)
+    # circular: wraps around what is left after cropping, as PyTorch's
+    crop_left, kept = max(-left, 0), n - max(-left, 0) - max(-right, 0)
+    return crop_left + (np.arange(kept + max(left, 0) + max(right, 0)) - max(left, 0)) % kept
+
+
+def np_pad(a, pad, mode="constant", value=None):
+    """F.pad by an index map per dim: negative amounts crop, as PyTorch's."""
+    a = np.asarray(a)
+    for i in range(len(pad) // 2):
+        dim = a.ndim - 1 - i
+        src = _pad_source(a.shape[dim], pad[2 * i], pad[2 * i + 1], mode)
+        taken = np.take(a, np.maximum(src, 0), axis=dim)
+        shape = [1] * a.ndim
+        shape[dim] = len(src)
+        fill = np.array(value or 0).astype(a.dtype)
+        a = np.where(src.reshape(shape) >= 0, taken, fill)
+    return a
+
+
+def np_pixel_shuffle(a, r):
+    a = np.asarray(a)
+    *batch, c, h, w = a.shape
+    a = a.reshape(*batch, c // (r * r), r, r, h, w)
+    n = len(batch)
+    a = a.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return a.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def np_pixel_unshuffle(a, r):
+    a = np.asarray(a)
+    *batch, c, h, w = a.shape
+    a = a.reshape(*batch, c, h // r, r, w // r, r)
+    n = len(batch)
+    a = a.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return a.reshape(*batch, c * r * r, h // r, w // r)
+
+
+HELPERS.update({"np_pad": np_pad, "np_pixel_shuffle": np_pixel_shuffle, "np_pixel_unshuffle": np_pixel_unshuffle})
+
+
+def _resample_scale(scale, n_in, n_out, dtype=np.float32):
+    """PyTorch's compute_scales_value: 1 / scale when given, else in / out (in the kernel's float type)."""
+    return dtype(1.0 / scale) if scale is not None and scale > 0 else dtype(n_in) / dtype(n_out)
+
+
+def np_upsample_nearest(a, output_size, scales_h=None, scales_w=None, exact=False):
+    a = np.asarray(a)
+    scales = [scales_h, scales_w][-len(output_size):]
+    for k, (n_out, scale) in enumerate(zip(output_size, scales)):
+        dim = a.ndim - len(output_size) + k
+        n_in = a.shape[dim]
+        s = _resample_scale(scale, n_in, n_out)
+        j = np.arange(n_out, dtype=np.float32)
+        src = np.floor((j + np.float32(0.5)) * s if exact else j * s).astype(np.int64)
+        if not exact and n_out in (n_in, 2 * n_in):  # PyTorch's nearest_idx shortcuts ignore the scale
+            src = np.arange(n_out) // (n_out // n_in)
+        a = np.take(a, np.minimum(src, n_in - 1), axis=dim)
+    return a
+
+
+def np_upsample_linear(a, output_size, align_corners, scales_h=None, scales_w=None):
+    a = np.asarray(a)
+    acc = np.float64 if a.dtype == np.float64 else np.float32
+    scales = [scales_h, scales_w][-len(output_size):]
+    for k, (n_out, scale) in reversed(list(enumerate(zip(output_size, scales)))):
+        dim = a.ndim - len(output_size) + k
+        n_in = a.shape[dim]
+        j = np.arange(n_out, dtype=acc)
+        if align_corners:
+            s = acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0)
+            src = j * s
+        else:
+            src = np.maximum((j + acc(0.5)) * _resample_scale(scale, n_in, n_out, acc) - acc(0.5), 0)
+        i0 = src.astype(np.int64)
+        i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
+        w1 = np.clip(src - i0, 0, 1)
+        shape = [1] * a.ndim
+        shape[dim] = n_out
+        a = np.take(a, i0, axis=dim) * (1 - w1).reshape(shape) + np.take(a, i1, axis=dim) * w1.reshape(shape)
+    return a
+
+
+HELPERS.update({"np_upsample_nearest": np_upsample_nearest, "np_upsample_linear": np_upsample_linear})

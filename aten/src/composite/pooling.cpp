@@ -30,20 +30,14 @@
 namespace ember::native {
 namespace {
 
-std::string shape_str(const Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "]";
-}
-
 // PyTorch's checks of an adaptive pool's input: `dims` - 1 or `dims` dims, none empty but the batch.
 void check_adaptive_input(const Tensor& self, const char* op, int64_t dims) {
   EMBER_CHECK(self.dim() == dims - 1 || self.dim() == dims, Runtime, op, "(): Expected ", dims - 1, "D or ", dims,
-              "D tensor, but got: ", shape_str(self));
+              "D tensor, but got: ", shape_str(self.sizes()));
   for (int64_t d = 1; d < self.dim(); ++d)
     EMBER_CHECK(self.size(d) > 0, Runtime, op,
                 "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ",
-                shape_str(self), " with dimension ", d, " being empty");
+                shape_str(self.sizes()), " with dimension ", d, " being empty");
 }
 
 // PyTorch's checkDimRange wording for the 1-D pools.
@@ -114,7 +108,7 @@ Tensor max_pool1d(const Tensor& self, const IntList& kernel_size, const IntList&
   bool ok = self.dim() == 2 || self.dim() == 3;
   for (int64_t d = self.dim() == 3 ? 1 : 0; ok && d < self.dim(); ++d) ok = self.size(d) != 0;
   EMBER_CHECK(ok, Runtime, "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
-              "input, but got:", shape_str(self));
+              "input, but got:", shape_str(self.sizes()));
   return std::get<0>(ember::max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
 }
 

@@ -59,12 +59,9 @@ void check_pool_input(const Tensor& self) {
   bool ok = nd == 3 || nd == 4;
   if (ok)
     for (int64_t d = nd - 3; d < nd; ++d) ok = ok && self.size(d) != 0;
-  if (nd == 3 || nd == 4) {
-    std::string shape = "[";
-    for (int64_t d = 0; d < nd; ++d) shape += (d ? ", " : "") + std::to_string(self.size(d));
-    EMBER_CHECK(ok, Runtime,
-                "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:", shape, "]");
-  }
+  if (nd == 3 || nd == 4)
+    EMBER_CHECK(ok, Runtime, "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:",
+                shape_str(self.sizes()));
   EMBER_CHECK(ok, Runtime, "non-empty 3D or 4D (batch mode) tensor expected for input");
 }
 
@@ -214,9 +211,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, const
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, const IntList& output_size) {
   EMBER_CHECK(output_size.size() == 2, Runtime, "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
   const int64_t nd = self.dim();
-  std::string shape = "[";
-  for (int64_t d = 0; d < nd; ++d) shape += (d ? ", " : "") + std::to_string(self.size(d));
-  shape += "]";
+  const std::string shape = shape_str(self.sizes());
   EMBER_CHECK(nd == 3 || nd == 4, Runtime, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: ", shape);
   for (int64_t d = 1; d < nd; ++d)
     EMBER_CHECK(self.size(d) > 0, Runtime,

@@ -527,8 +527,13 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
 __all__ += [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "max_pool1d",
-    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "pad", "pixel_shuffle", "pixel_unshuffle",
 ]
+
+# As torch.nn.functional's: pad is the kernel of torch._C._nn, the shuffles torch's own functions.
+pad = _nn.pad
+pixel_shuffle = _C.pixel_shuffle
+pixel_unshuffle = _C.pixel_unshuffle
 
 
 def _stride(stride):
@@ -611,3 +616,98 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_avg_pool2d(input, output_size):
     """The mean of each adaptive window of the last two dims."""
     return _nn.adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+__all__ += ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+
+_INTERPOLATING = "linear | bilinear | bicubic | trilinear"
+
+
+def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
+    """torch.nn.functional.interpolate's argument rules: the output size, and the scales the kernel uses."""
+    dim = input.dim() - 2
+    spatial = list(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = None
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    f"Input and output must have the same number of spatial dimensions, but got input with spatial "
+                    f"dimensions of {spatial} and output size of {size}. Please provide input tensor in (N, C, d1, "
+                    "d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+            output_size = list(size)
+        else:
+            output_size = [size] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    f"Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {spatial} and scale_factor of shape {scale_factor}. Please provide input "
+                    "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        # as PyTorch's compute_output_size: the product truncated
+        output_size = [int(n * s) for n, s in zip(spatial, scales)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor or (mode == "area" and size is None):
+        output_size = [math.floor(float(n) * s) for n, s in zip(spatial, scales)]
+        scales = None
+    return output_size, scales
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resamples the spatial dims (after batch and channel) of a 3-D or 4-D input to `size` or by
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D) or 'area'."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
+    elif align_corners is None:
+        align_corners = False
+    output_size, scales = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
+    ndim = input.dim()
+    if ndim in (3, 4) and mode in ("nearest", "nearest-exact"):
+        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
+        return _C._upsample_nearest(input, output_size, h, w, mode == "nearest-exact")
+    if ndim in (3, 4) and mode == "area":
+        pool = _C.adaptive_avg_pool1d if ndim == 3 else _nn.adaptive_avg_pool2d
+        return pool(input, output_size)
+    if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
+        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
+        return _C._upsample_linear(input, output_size, align_corners, h, w)
+    if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
+        needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
+    if mode in ("bicubic", "trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
+        raise NotImplementedError(f"interpolate: mode '{mode}' of a {ndim}D input is not implemented in ember")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
+        f"bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate with mode='nearest'."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate with mode='bilinear' and align_corners=True."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
