@@ -70,6 +70,11 @@ _CONV_CASES = {  # conv (issue 11)
     "_im2col_backward": [(lambda g: ember._im2col_backward(g, [1, 1, 3, 3], [2, 2], [1, 1], [0, 0], [1, 1]),
                           lambda: (_r64(1, 4, 4),), {})],
 }
+def _distinct64(*shape):
+    """float64 values in [-2, 2], all different (max pools have no ties), requiring grad."""
+    n = int(np.prod(shape))
+    values = np.random.default_rng(n).permutation(n) * (4.0 / n) - 2.0
+    return ember.tensor(values.reshape(shape), dtype=F64, requires_grad=True)
 
 
 # Differentiable ops the harness does not gradgradcheck: op -> [(function, inputs, gradcheck options)].
@@ -126,6 +131,22 @@ NOT_IN_HARNESS = {
     # conv (issue 11): a weight tensor is no harness sample (more cases in tests/test_conv.py)
     **_CONV_CASES,
     **BLAS_GRADGRAD_CASES,  # blas (issue 11): products with three operands, einsum, cdist, norms
+    # pool (issue 11): two results or private gradients, no harness samples; distinct values (no ties)
+    "max_pool2d_with_indices": [(lambda a: ember.nn.functional.max_pool2d_with_indices(a, 2, 1, 1)[0] ** 2,
+                                 lambda: (_distinct64(1, 3, 4),), {})],
+    "max_pool1d_with_indices": [(lambda a: ember.max_pool1d_with_indices(a, 3, 2, 1)[0] ** 2,
+                                 lambda: (_distinct64(2, 5),), {})],
+    "adaptive_max_pool2d": [(lambda a: ember.nn.functional.adaptive_max_pool2d(a, (2, 3)) ** 2,
+                             lambda: (_distinct64(1, 3, 4),), {})],
+    "adaptive_max_pool1d": [(lambda a: ember.adaptive_max_pool1d(a, 3)[0] ** 2, lambda: (_distinct64(2, 5),), {})],
+    "_max_pool_gather": [(lambda a: ember._max_pool_gather(a * a, ember.tensor([[[0, 5], [7, 5]]])),
+                          lambda: (_distinct64(1, 3, 3),), {})],
+    "_max_pool_backward": [(lambda g: ember._max_pool_backward(g * g, ember.zeros(1, 3, 3, dtype=F64),
+                                                               ember.tensor([[[0, 5], [7, 5]]])),
+                            lambda: (_distinct64(1, 2, 2),), {})],
+    "_avg_pool2d_backward": [(lambda g: ember._avg_pool2d_backward(g * g, ember.zeros(1, 3, 4, dtype=F64), [2, 2], [1, 2],
+                                                                   [1, 1], True, False, None),
+                              lambda: (_distinct64(1, 4, 3),), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

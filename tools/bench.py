@@ -294,6 +294,8 @@ def goals(corename):
         Goal("batch_norm", ("batch_norm 2d train fwd+bwd b32 64ch 56x56",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("layer_norm", ("layer_norm fwd+bwd 4096x1024",), "torch", "ember/torch time", "<=", 1 / 1.5),
         Goal("embedding", ("embedding fwd+bwd 50000x512, 8192 indices",), "torch", "ember/torch time", "<=", 1 / 1.2),
+        Goal("max_pool2d", ("max_pool2d 64x64x56x56 k3s2p1 fwd", "max_pool2d 64x64x56x56 k3s2p1 fwd+bwd"), "torch",
+             "ember/torch time", "<=", 1 / 1.2),
     ]
 
 

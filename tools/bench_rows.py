@@ -363,7 +363,7 @@ def all_benches():
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
-            + norm_benches())
+            + norm_benches() + pool_benches())
 
 
 def loss_benches():
@@ -594,3 +594,27 @@ def norm_benches():
     return [Bench(group, "batch_norm 2d train fwd+bwd b32 64ch 56x56", "ms", fwd_bwd(batch_norm), columns=TORCHLIKE_COLUMNS),
             Bench(group, "layer_norm fwd+bwd 4096x1024", "ms", fwd_bwd(layer_norm), columns=TORCHLIKE_COLUMNS),
             Bench(group, "embedding fwd+bwd 50000x512, 8192 indices", "ms", fwd_bwd(embedding), columns=TORCHLIKE_COLUMNS)]
+# ---------------------------------------------------------------- pool (issue 11)
+def pool_benches():
+    """ResNet's stem pool: max_pool2d k3 s2 p1 over b64 x 64 ch x 56x56 float32, forward and forward+backward."""
+    shape = (64, 64, 56, 56)
+
+    def build(backward):
+        def make(lib):
+            if lib.is_numpy:
+                return None
+            x = lib.randn(*shape)
+            functional = lib.mod.nn.functional
+            if not backward:
+                return lambda: functional.max_pool2d(x, 3, 2, 1)
+            x.requires_grad_(True)
+
+            def step():
+                x.grad = None
+                functional.max_pool2d(x, 3, 2, 1).sum().backward()
+            return step
+        return make
+
+    section = "pool"
+    return [Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd", "ms", build(False), columns=TORCHLIKE_COLUMNS),
+            Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]

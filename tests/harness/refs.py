@@ -319,3 +319,217 @@ def np_histc(a, bins=100, min=0, max=0):
 
 
 HELPERS.update({"np_histc": np_histc})
+# ---------------------------------------------------------------- pool (issue 11)
+def _pair(v, n=2):
+    v = [v] if isinstance(v, int) else list(v)
+    return v * n if len(v) == 1 else v
+
+
+def np_pooled_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling_output_shape."""
+    span = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = span // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def np_max_pool2d_with_indices(a, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max over dilated windows of the last two dims, and the flat (h * W + w) index of each maximum."""
+    a = np.asarray(a)
+    (kh, kw), (ph, pw), (dh, dw) = _pair(kernel_size), _pair(padding), _pair(dilation)
+    sh, sw = _pair(stride) if (isinstance(stride, int) or len(stride)) else (kh, kw)
+    H, W = a.shape[-2:]
+    oh_, ow_ = np_pooled_size(H, kh, sh, ph, dh, ceil_mode), np_pooled_size(W, kw, sw, pw, dw, ceil_mode)
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    idx = np.empty(a.shape[:-2] + (oh_, ow_), np.int64)
+    for oh in range(oh_):
+        rows = [h for h in range(oh * sh - ph, oh * sh - ph + (kh - 1) * dh + 1, dh) if 0 <= h < H]
+        for ow in range(ow_):
+            cols = [w for w in range(ow * sw - pw, ow * sw - pw + (kw - 1) * dw + 1, dw) if 0 <= w < W]
+            flat = np.array([h * W + w for h in rows for w in cols])
+            win = a[..., rows, :][..., cols].reshape(a.shape[:-2] + (len(rows) * len(cols),))
+            # NaN wins (the last one, as PyTorch's scan); else the first maximum
+            nan = np.isnan(win) if win.dtype.kind == "f" else np.zeros(win.shape, bool)
+            last_nan = win.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+            pick = np.where(nan.any(-1), last_nan, np.argmax(win, axis=-1))
+            out[..., oh, ow] = np.take_along_axis(win, pick[..., None], -1)[..., 0]
+            idx[..., oh, ow] = flat[pick]
+    return out, idx
+
+
+def np_max_pool2d(a, *args):
+    return np_max_pool2d_with_indices(a, *args)[0]
+
+
+def np_max_pool1d(a, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    one = lambda v: [v] if isinstance(v, int) else list(v)
+    stride = one(stride)
+    out = np_max_pool2d(np.asarray(a)[..., None, :], [1] + one(kernel_size), [1] + stride if stride else [],
+                        [0] + one(padding), [1] + one(dilation), ceil_mode)
+    return out[..., 0, :]
+
+
+def np_avg_pool2d(a, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                  divisor_override=None):
+    """PyTorch's avg_pool2d: windows clipped to the padded input, divisor by the options."""
+    a = np.asarray(a)
+    (kh, kw), (ph, pw) = _pair(kernel_size), _pair(padding)
+    sh, sw = _pair(stride) if (isinstance(stride, int) or len(stride)) else (kh, kw)
+    H, W = a.shape[-2:]
+    oh_, ow_ = np_pooled_size(H, kh, sh, ph, 1, ceil_mode), np_pooled_size(W, kw, sw, pw, 1, ceil_mode)
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    for oh in range(oh_):
+        h0, h1 = oh * sh - ph, min(oh * sh - ph + kh, H + ph)
+        for ow in range(ow_):
+            w0, w1 = ow * sw - pw, min(ow * sw - pw + kw, W + pw)
+            win = a[..., max(h0, 0):min(h1, H), max(w0, 0):min(w1, W)]
+            n = (divisor_override if divisor_override else
+                 (h1 - h0) * (w1 - w0) if count_include_pad else win.shape[-1] * win.shape[-2])
+            total = win.sum(axis=(-2, -1))
+            # integers divide as PyTorch's C++ (truncating)
+            out[..., oh, ow] = np.trunc(total / n) if a.dtype.kind in "iu" else total / n
+    return out
+
+
+def np_avg_pool1d(a, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    one = lambda v: [v] if isinstance(v, int) else list(v)
+    stride = one(stride)
+    out = np_avg_pool2d(np.asarray(a)[..., None, :], [1] + one(kernel_size), [1] + stride if stride else [],
+                        [0] + one(padding), ceil_mode, count_include_pad)
+    return out[..., 0, :]
+
+
+def _adaptive_windows(size, out):
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def np_adaptive_avg_pool2d(a, output_size):
+    a = np.asarray(a)
+    oh_, ow_ = _pair(output_size)
+    H, W = a.shape[-2:]
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    for oh, (h0, h1) in enumerate(_adaptive_windows(H, oh_)):
+        for ow, (w0, w1) in enumerate(_adaptive_windows(W, ow_)):
+            out[..., oh, ow] = a[..., h0:h1, w0:w1].mean(axis=(-2, -1))
+    return out
+
+
+def np_adaptive_avg_pool1d(a, output_size):
+    return np_adaptive_avg_pool2d(np.asarray(a)[..., None, :], [1] + _pair(output_size, 1))[..., 0, :]
+
+
+def np_adaptive_max_pool2d(a, output_size):
+    """Values and flat indices of the adaptive windows' maxima (first maximum; NaN wins)."""
+    a = np.asarray(a)
+    oh_, ow_ = _pair(output_size)
+    H, W = a.shape[-2:]
+    out = np.empty(a.shape[:-2] + (oh_, ow_), a.dtype)
+    idx = np.empty(a.shape[:-2] + (oh_, ow_), np.int64)
+    for oh, (h0, h1) in enumerate(_adaptive_windows(H, oh_)):
+        for ow, (w0, w1) in enumerate(_adaptive_windows(W, ow_)):
+            win = a[..., h0:h1, w0:w1].reshape(a.shape[:-2] + ((h1 - h0) * (w1 - w0),))
+            pick = np.argmax(win, axis=-1)
+            out[..., oh, ow] = np.take_along_axis(win, pick[..., None], -1)[..., 0]
+            idx[..., oh, ow] = (h0 + pick // (w1 - w0)) * W + w0 + pick % (w1 - w0)
+    return out, idx
+
+
+HELPERS.update({"np_max_pool2d": np_max_pool2d, "np_max_pool1d": np_max_pool1d, "np_avg_pool2d": np_avg_pool2d,
+                "np_avg_pool1d": np_avg_pool1d, "np_adaptive_avg_pool2d": np_adaptive_avg_pool2d,
+                "np_adaptive_avg_pool1d": np_adaptive_avg_pool1d})
+
+
+def _pad_source(n, left, right, mode):
+    """The input position read by each output position of one padded dim (-1: the fill value)."""
+    p = np.arange(-left, n + right)
+    if mode == "constant":
+        return np.where((p >= 0) & (p < n), p, -1)
+    if mode == "reflect":
+        p = np.abs(p)
+        return np.where(p >= n, 2 * (n - 1) - p, p)
+    if mode == "replicate":
+        return np.clip(p, 0, n - 1)
+    # circular: wraps around what is left after cropping, as PyTorch's
+    crop_left, kept = max(-left, 0), n - max(-left, 0) - max(-right, 0)
+    return crop_left + (np.arange(kept + max(left, 0) + max(right, 0)) - max(left, 0)) % kept
+
+
+def np_pad(a, pad, mode="constant", value=None):
+    """F.pad by an index map per dim: negative amounts crop, as PyTorch's."""
+    a = np.asarray(a)
+    for i in range(len(pad) // 2):
+        dim = a.ndim - 1 - i
+        src = _pad_source(a.shape[dim], pad[2 * i], pad[2 * i + 1], mode)
+        taken = np.take(a, np.maximum(src, 0), axis=dim)
+        shape = [1] * a.ndim
+        shape[dim] = len(src)
+        fill = np.array(value or 0).astype(a.dtype)
+        a = np.where(src.reshape(shape) >= 0, taken, fill)
+    return a
+
+
+def np_pixel_shuffle(a, r):
+    a = np.asarray(a)
+    *batch, c, h, w = a.shape
+    a = a.reshape(*batch, c // (r * r), r, r, h, w)
+    n = len(batch)
+    a = a.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return a.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def np_pixel_unshuffle(a, r):
+    a = np.asarray(a)
+    *batch, c, h, w = a.shape
+    a = a.reshape(*batch, c, h // r, r, w // r, r)
+    n = len(batch)
+    a = a.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return a.reshape(*batch, c * r * r, h // r, w // r)
+
+
+HELPERS.update({"np_pad": np_pad, "np_pixel_shuffle": np_pixel_shuffle, "np_pixel_unshuffle": np_pixel_unshuffle})
+
+
+def _resample_scale(scale, n_in, n_out, dtype=np.float32):
+    """PyTorch's compute_scales_value: 1 / scale when given, else in / out (in the kernel's float type)."""
+    return dtype(1.0 / scale) if scale is not None and scale > 0 else dtype(n_in) / dtype(n_out)
+
+
+def np_upsample_nearest(a, output_size, scales_h=None, scales_w=None, exact=False):
+    a = np.asarray(a)
+    scales = [scales_h, scales_w][-len(output_size):]
+    for k, (n_out, scale) in enumerate(zip(output_size, scales)):
+        dim = a.ndim - len(output_size) + k
+        n_in = a.shape[dim]
+        s = _resample_scale(scale, n_in, n_out)
+        j = np.arange(n_out, dtype=np.float32)
+        src = np.floor((j + np.float32(0.5)) * s if exact else j * s).astype(np.int64)
+        if not exact and n_out in (n_in, 2 * n_in):  # PyTorch's nearest_idx shortcuts ignore the scale
+            src = np.arange(n_out) // (n_out // n_in)
+        a = np.take(a, np.minimum(src, n_in - 1), axis=dim)
+    return a
+
+
+def np_upsample_linear(a, output_size, align_corners, scales_h=None, scales_w=None):
+    a = np.asarray(a)
+    acc = np.float64 if a.dtype == np.float64 else np.float32
+    scales = [scales_h, scales_w][-len(output_size):]
+    for k, (n_out, scale) in reversed(list(enumerate(zip(output_size, scales)))):
+        dim = a.ndim - len(output_size) + k
+        n_in = a.shape[dim]
+        j = np.arange(n_out, dtype=acc)
+        if align_corners:
+            s = acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0)
+            src = j * s
+        else:
+            src = np.maximum((j + acc(0.5)) * _resample_scale(scale, n_in, n_out, acc) - acc(0.5), 0)
+        i0 = src.astype(np.int64)
+        i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
+        w1 = np.clip(src - i0, 0, 1)
+        shape = [1] * a.ndim
+        shape[dim] = n_out
+        a = np.take(a, i0, axis=dim) * (1 - w1).reshape(shape) + np.take(a, i1, axis=dim) * w1.reshape(shape)
+    return a
+
+
+HELPERS.update({"np_upsample_nearest": np_upsample_nearest, "np_upsample_linear": np_upsample_linear})

@@ -774,3 +774,193 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _renorm(weight, input, max_norm, norm_type)
     return _C._embedding_bag_reduce(weight, input, offsets, modes[mode], per_sample_weights, include_last_offset,
                                     padding_idx, scale_grad_by_freq)
+# ---------------------------------------------------------------- pool (issue 11)
+# torch.nn.functional's Python signatures over the kernels in ember._C._nn and the top-level
+# composites: stride=None means the kernel size, return_indices picks the *_with_indices form.
+__all__ += [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "pad", "pixel_shuffle", "pixel_unshuffle",
+]
+
+# As torch.nn.functional's: pad is the kernel of torch._C._nn, the shuffles torch's own functions.
+pad = _nn.pad
+pixel_shuffle = _C.pixel_shuffle
+pixel_unshuffle = _C.pixel_unshuffle
+
+
+def _stride(stride):
+    return [] if stride is None else stride
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """The maximum of each window of the last dim, and its index."""
+    return _C.max_pool1d_with_indices(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of each window of the last dim (and the indices with return_indices)."""
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _C.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """The maximum of each window of the last two dims, and its flat index in the plane."""
+    return _nn.max_pool2d_with_indices(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of each window of the last two dims (and the indices with return_indices)."""
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _C.max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """The mean of each window of the last dim."""
+    return _C.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean of each window of the last two dims."""
+    return _nn.avg_pool2d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def _adaptive_size(output_size, input, n):
+    """PyTorch's _list_with_default: None entries keep the input's size."""
+    sizes = [output_size] * n if isinstance(output_size, int) else list(output_size)
+    if len(sizes) == 1 and n > 1:
+        sizes = sizes * n
+    return [input.size(d - len(sizes)) if s is None else s for d, s in enumerate(sizes)]
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last dim, and its index."""
+    return _C.adaptive_max_pool1d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last dim (and the indices with return_indices)."""
+    result = _C.adaptive_max_pool1d(input, output_size)
+    return result if return_indices else result[0]
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last two dims, and its flat index in the plane."""
+    return _nn.adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The maximum of each adaptive window of the last two dims (and the indices with return_indices)."""
+    result = adaptive_max_pool2d_with_indices(input, output_size)
+    return result if return_indices else result[0]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """The mean of each adaptive window of the last dim."""
+    return _C.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean of each adaptive window of the last two dims."""
+    return _nn.adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+__all__ += ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+
+_INTERPOLATING = "linear | bilinear | bicubic | trilinear"
+
+
+def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
+    """torch.nn.functional.interpolate's argument rules: the output size, and the scales the kernel uses."""
+    dim = input.dim() - 2
+    spatial = list(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = None
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    f"Input and output must have the same number of spatial dimensions, but got input with spatial "
+                    f"dimensions of {spatial} and output size of {size}. Please provide input tensor in (N, C, d1, "
+                    "d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+            output_size = list(size)
+        else:
+            output_size = [size] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    f"Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {spatial} and scale_factor of shape {scale_factor}. Please provide input "
+                    "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        # as PyTorch's compute_output_size: the product truncated
+        output_size = [int(n * s) for n, s in zip(spatial, scales)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor or (mode == "area" and size is None):
+        output_size = [math.floor(float(n) * s) for n, s in zip(spatial, scales)]
+        scales = None
+    return output_size, scales
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resamples the spatial dims (after batch and channel) of a 3-D or 4-D input to `size` or by
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D) or 'area'."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
+    elif align_corners is None:
+        align_corners = False
+    output_size, scales = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
+    ndim = input.dim()
+    if ndim in (3, 4) and mode in ("nearest", "nearest-exact"):
+        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
+        return _C._upsample_nearest(input, output_size, h, w, mode == "nearest-exact")
+    if ndim in (3, 4) and mode == "area":
+        pool = _C.adaptive_avg_pool1d if ndim == 3 else _nn.adaptive_avg_pool2d
+        return pool(input, output_size)
+    if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
+        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
+        return _C._upsample_linear(input, output_size, align_corners, h, w)
+    if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
+        needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
+    if mode in ("bicubic", "trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
+        raise NotImplementedError(f"interpolate: mode '{mode}' of a {ndim}D input is not implemented in ember")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
+        f"bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate with mode='nearest'."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate with mode='bilinear' and align_corners=True."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
