@@ -32,7 +32,7 @@ from ._C import (  # noqa: E402
 from ._C._VariableFunctions import *  # noqa: E402,F401,F403
 # torch.functional's Python forms (einsum's sublists, tensordot's dims, varargs, nonzero's as_tuple)
 # replace the bare ops.
-from .functional import (  # type: ignore[assignment]  # noqa: E402,F401
+from .functional import (  # type: ignore[assignment,no-redef]  # noqa: E402,F401
     atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, cartesian_prod, cdist, einsum, meshgrid, nonzero,
     tensordot,
 )
