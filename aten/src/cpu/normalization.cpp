@@ -126,7 +126,30 @@ void layer_norm_rows(const T* x, T* y, T* mean, T* rstd, const T* w, const T* b,
   });
 }
 
-// dx = rstd * (g w - mean(g w) - xhat mean(g w xhat)); dw += g xhat and db += g per column.
+// One row of layer_norm's backward: dx = rstd * (g w - mean(g w) - xhat mean(g w xhat)), and
+// g xhat and g added to the column sums pw and pb. HasW: a weight (kept out of the loops' branches).
+template <bool HasW, typename T, typename C>
+inline void layer_norm_backward_row(const T* __restrict gr, const T* __restrict xr, C mu, C rs, const T* __restrict w,
+                                    T* __restrict dxr, C* __restrict pw, C* __restrict pb, int64_t N) {
+  C a = 0, bsum = 0;
+#pragma omp simd reduction(+ : a, bsum)
+  for (int64_t i = 0; i < N; ++i) {
+    const C gi = static_cast<C>(gr[i]), xh = (static_cast<C>(xr[i]) - mu) * rs;
+    const C gw = HasW ? gi * static_cast<C>(w[i]) : gi;
+    a += gw;
+    bsum += gw * xh;
+    pw[i] += gi * xh;
+    pb[i] += gi;
+  }
+  const C ca = a / C(N), cb = bsum / C(N);
+#pragma omp simd
+  for (int64_t i = 0; i < N; ++i) {
+    const C xh = (static_cast<C>(xr[i]) - mu) * rs;
+    const C gw = HasW ? static_cast<C>(gr[i]) * static_cast<C>(w[i]) : static_cast<C>(gr[i]);
+    dxr[i] = static_cast<T>(rs * (gw - ca - xh * cb));
+  }
+}
+
 template <typename T>
 void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
                               RowShape s) {
@@ -136,30 +159,12 @@ void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rs
   std::vector<C> partial((size_t)(2 * N * max_chunks), C(0));  // dw then db, per chunk
   const int64_t chunks = parallel_chunks(s.rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, N)),
                                          [&](int64_t k, int64_t r0, int64_t r1) {
-    C* __restrict pw = partial.data() + 2 * N * k;
-    C* __restrict pb = pw + N;
+    C* pw = partial.data() + 2 * N * k;
+    C* pb = pw + N;
     for (int64_t r = r0; r < r1; ++r) {
-      const T* __restrict gr = g + r * N;
-      const T* __restrict xr = x + r * N;
-      T* __restrict dxr = dx + r * N;
       const C mu = static_cast<C>(mean[r]), rs = static_cast<C>(rstd[r]);
-      C a = 0, bsum = 0;
-#pragma omp simd reduction(+ : a, bsum)
-      for (int64_t i = 0; i < N; ++i) {
-        const C gi = static_cast<C>(gr[i]), xh = (static_cast<C>(xr[i]) - mu) * rs;
-        const C gw = gi * param_or(w, i, C(1));
-        a += gw;
-        bsum += gw * xh;
-        pw[i] += gi * xh;
-        pb[i] += gi;
-      }
-      const C ca = a / C(N), cb = bsum / C(N);
-#pragma omp simd
-      for (int64_t i = 0; i < N; ++i) {
-        const C xh = (static_cast<C>(xr[i]) - mu) * rs;
-        const C gw = static_cast<C>(gr[i]) * param_or(w, i, C(1));
-        dxr[i] = static_cast<T>(rs * (gw - ca - xh * cb));
-      }
+      if (w) layer_norm_backward_row<true>(g + r * N, x + r * N, mu, rs, w, dx + r * N, pw, pb, N);
+      else layer_norm_backward_row<false>(g + r * N, x + r * N, mu, rs, w, dx + r * N, pw, pb, N);
     }
   });
   for (int64_t i = 0; i < N; ++i) {
