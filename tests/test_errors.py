@@ -413,7 +413,7 @@ def test_binary_ops_take_numbers_exactly_where_torch_does():
                     try:
                         fn(number)
                         outcomes.append("ok")
-                    except TypeError:
+                    except (TypeError, AttributeError):  # AttributeError: torch.functional's tensordot reads b.dim()
                         outcomes.append("TypeError")
                     except (RuntimeError, IndexError):
                         outcomes.append("other")  # the number was accepted (or matched another overload)
