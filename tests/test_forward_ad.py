@@ -75,7 +75,8 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
               "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
               "max_pool2d_with_indices", "max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool1d",
-              "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward"}  # pool: tests/test_pool.py
+              "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward",
+              "_upsample_backward"}  # pool: tests/test_pool.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():
