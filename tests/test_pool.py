@@ -561,3 +561,13 @@ def test_private_upsample_gradients():
     back = lambda t: ember._upsample_backward(t, [1, 2, 3], [5], True, False, True)
     assert gradcheck(back, (g,), check_forward_ad=True)
     assert gradgradcheck(lambda t: back(t * t), (g,), check_fwd_over_rev=True)
+
+
+def test_max_pool_backward_checks_its_indices():
+    g, x = ember.ones(1, 2, 2), ember.zeros(1, 3, 3)
+    with pytest.raises(RuntimeError, match="expected int64 indices"):
+        ember._max_pool_backward(g, x, ember.zeros(1, 2, 2))
+    with pytest.raises(IndexError, match="an index is out of range for planes of 3x3"):
+        ember._max_pool_backward(g, x, ember.tensor([[[0, 9], [1, 2]]]))
+    with pytest.raises(RuntimeError, match="does not pool the planes of self"):
+        ember._max_pool_backward(g, ember.zeros(2, 3, 3), ember.zeros(1, 2, 2, dtype=ember.int64))

@@ -196,6 +196,8 @@ Tensor upsample_backward_cpu(const Tensor& grad_output, const IntList& input_siz
                              bool linear, bool exact, bool align_corners, std::optional<double> scales_h,
                              std::optional<double> scales_w) {
   const DimVector in_sizes(input_size);
+  for (size_t d = 0; d < in_sizes.size(); ++d)
+    EMBER_CHECK(in_sizes[d] >= 0, Runtime, "_upsample_backward: negative input size ", shape_str(in_sizes));
   const Plan p = make_plan(in_sizes, output_size, pick_mode(linear, exact), align_corners, scales_h, scales_w,
                            grad_output.dtype() == ScalarType::Float64);
   EMBER_CHECK(grad_output.sizes() == resized(in_sizes, output_size), Runtime,
