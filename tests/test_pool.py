@@ -571,3 +571,10 @@ def test_max_pool_backward_checks_its_indices():
         ember._max_pool_backward(g, x, ember.tensor([[[0, 9], [1, 2]]]))
     with pytest.raises(RuntimeError, match="does not pool the planes of self"):
         ember._max_pool_backward(g, ember.zeros(2, 3, 3), ember.zeros(1, 2, 2, dtype=ember.int64))
+
+
+def test_huge_factors_and_pads_refuse_cleanly():
+    with pytest.raises(RuntimeError, match="overflowed"):
+        ember.pixel_shuffle(ember.ones(2, 0, 3), 2**32)
+    with pytest.raises((RuntimeError, MemoryError)):
+        F.pad(ember.ones(2, 3), (2**40, 1), "replicate")
