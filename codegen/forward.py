@@ -35,7 +35,8 @@ LINEAR_IN = {
     "_batch_norm_param_jvp": [("param_t",)], "embedding": [("weight",)], "_embedding_backward": [("grad",)],
     "scatter": [("self", "src")], "_scatter_reduce_jvp": [("self_t", "src_t")], "_logcumsumexp_jvp": [("tangent",)],  # index2 (issue 11)
     "_max_pool_backward": [("grad_output",)], "_max_pool_gather": _ALONE,  # pool (issue 11)
-    "avg_pool2d": _ALONE, "_avg_pool2d_backward": [("grad_output",)],
+    "avg_pool2d": _ALONE, "_avg_pool2d_backward": [("grad_output",)], "_upsample": _ALONE,
+    "_upsample_backward": [("grad_output",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -86,7 +86,7 @@ OWN_CHECKS |= {"_conv_forward", "_conv_backward_input", "_conv_backward_weight",
 OWN_CHECKS |= BLAS_JVP_CHECKS  # blas (issue 11): JVPs checked in tests/test_blas.py
 OWN_CHECKS |= set(NORM_GRAD_CASES)  # norm (issue 11): JVPs checked in tests/test_norm.py
 OWN_CHECKS |= {"max_pool2d_with_indices", "max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool1d",
-               "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward"}  # pool: tests/test_pool.py
+               "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward", "_upsample_backward"}  # pool: tests/test_pool.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

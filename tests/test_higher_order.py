@@ -147,6 +147,10 @@ NOT_IN_HARNESS = {
     "_avg_pool2d_backward": [(lambda g: ember._avg_pool2d_backward(g * g, ember.zeros(1, 3, 4, dtype=F64), [2, 2], [1, 2],
                                                                    [1, 1], True, False, None),
                               lambda: (_distinct64(1, 4, 3),), {})],
+    "_upsample_backward": [(lambda g: ember._upsample_backward(g * g, [1, 2, 3], [5], True, False, False, None, 1.7),
+                            lambda: (_distinct64(1, 2, 5),), {}),
+                           (lambda g: ember._upsample_backward(g * g, [1, 2, 3], [2, 4], False),
+                            lambda: (_distinct64(1, 2, 4),), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

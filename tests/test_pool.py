@@ -331,7 +331,8 @@ def test_public_names_and_signatures():
 @needs_gpu
 @pytest.mark.parametrize("fn,op", [(lambda x: F.max_pool2d(x, 2), "max_pool2d_with_indices"),
                                    (lambda x: F.avg_pool2d(x, 2), "avg_pool2d"),
-                                   (lambda x: F.adaptive_max_pool2d(x, 2), "adaptive_max_pool2d")])
+                                   (lambda x: F.adaptive_max_pool2d(x, 2), "adaptive_max_pool2d"),
+                                   (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), "_upsample")])
 def test_cuda_slot_names_the_op_and_device(fn, op):
     with pytest.raises(NotImplementedError, match=f"{op}: .*not implemented on cuda"):
         fn(ember.ones(1, 4, 4).cuda())
@@ -542,3 +543,38 @@ def test_bilinear_realistic_sizes(threads, shape):
     else:
         np.testing.assert_allclose(got.numpy()[:1], np_upsample_linear(a[:1], [2 * shape[2], 2 * shape[3]], False,
                                                                         2.0, 2.0), rtol=1e-5, atol=1e-5)
+
+
+def test_upsample_backward_is_the_transposed_map():
+    # <upsample(x), g> == <x, upsample_backward(g)> for every mode
+    x = distinct(2, 3, 4, 5)
+    for mode in [(False, False, False), (False, True, False), (True, False, False), (True, False, True)]:
+        for size, scales in [((7, 3), (None, None)), ((9, 11), (2.5, 2.2))]:
+            y = ember._upsample(ember.tensor(x), list(size), *mode, *scales)
+            g = distinct(*y.shape, seed=1)
+            back = ember._upsample_backward(ember.tensor(g), list(x.shape), list(size), *mode, *scales)
+            np.testing.assert_allclose((y.numpy() * g).sum(), (x * back.numpy()).sum(), rtol=1e-12)
+
+
+def test_private_upsample_gradients():
+    g = ember.tensor(distinct(1, 2, 5), requires_grad=True)
+    back = lambda t: ember._upsample_backward(t, [1, 2, 3], [5], True, False, True)
+    assert gradcheck(back, (g,), check_forward_ad=True)
+    assert gradgradcheck(lambda t: back(t * t), (g,), check_fwd_over_rev=True)
+
+
+def test_max_pool_backward_checks_its_indices():
+    g, x = ember.ones(1, 2, 2), ember.zeros(1, 3, 3)
+    with pytest.raises(RuntimeError, match="expected int64 indices"):
+        ember._max_pool_backward(g, x, ember.zeros(1, 2, 2))
+    with pytest.raises(IndexError, match="an index is out of range for planes of 3x3"):
+        ember._max_pool_backward(g, x, ember.tensor([[[0, 9], [1, 2]]]))
+    with pytest.raises(RuntimeError, match="does not pool the planes of self"):
+        ember._max_pool_backward(g, ember.zeros(2, 3, 3), ember.zeros(1, 2, 2, dtype=ember.int64))
+
+
+def test_huge_factors_and_pads_refuse_cleanly():
+    with pytest.raises(RuntimeError, match="overflowed"):
+        ember.pixel_shuffle(ember.ones(2, 0, 3), 2**32)
+    with pytest.raises((RuntimeError, MemoryError)):
+        F.pad(ember.ones(2, 3), (2**40, 1), "replicate")

@@ -532,4 +532,10 @@ def np_upsample_linear(a, output_size, align_corners, scales_h=None, scales_w=No
     return a
 
 
-HELPERS.update({"np_upsample_nearest": np_upsample_nearest, "np_upsample_linear": np_upsample_linear})
+def np_upsample(a, output_size, linear, exact=False, align_corners=False, scales_h=None, scales_w=None):
+    if linear:
+        return np_upsample_linear(a, output_size, align_corners, scales_h, scales_w)
+    return np_upsample_nearest(a, output_size, scales_h, scales_w, exact)
+
+
+HELPERS.update({"np_upsample": np_upsample})

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/checked_math.h"
 #include "ember/dispatch.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
@@ -37,6 +38,8 @@ Scalar fill_for(const Scalar& value, ScalarType dtype) {
 // wraps around what is left after cropping, as PyTorch's (it copies within the output).
 std::vector<int64_t> source_positions(int64_t n, int64_t left, int64_t right, const std::string& mode) {
   std::vector<int64_t> src;
+  // one allocation up front: an absurd size fails here instead of looping
+  src.reserve(checked_add(n, checked_add(std::max<int64_t>(left, 0), std::max<int64_t>(right, 0), "pad"), "pad"));
   if (mode == "circular") {
     const int64_t crop_left = std::max<int64_t>(-left, 0), kept = n - crop_left - std::max<int64_t>(-right, 0);
     const int64_t pad_left = std::max<int64_t>(left, 0), size = kept + pad_left + std::max<int64_t>(right, 0);
@@ -139,16 +142,18 @@ Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {
   const int64_t r = upscale_factor;
   EMBER_CHECK(r > 0, Runtime, "pixel_shuffle expects a positive upscale_factor, but got ", r);
   const int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
-  EMBER_CHECK(c % (r * r) == 0, Runtime, "pixel_shuffle expects its input's 'channel' dimension to be divisible by "
-              "the square of upscale_factor, but input.size(-3)=", c, " is not divisible by ", r * r);
+  const int64_t r2 = checked_mul(r, r, "pixel_shuffle: upscale_factor squared");
+  EMBER_CHECK(c % r2 == 0, Runtime, "pixel_shuffle expects its input's 'channel' dimension to be divisible by "
+              "the square of upscale_factor, but input.size(-3)=", c, " is not divisible by ", r2);
   const int64_t nb = self.dim() - 3;
   DimVector split, dims, out_shape;
   for (int64_t d = 0; d < nb; ++d) split.push_back(self.size(d));
   out_shape = split;
-  for (int64_t v : {c / (r * r), r, r, h, w}) split.push_back(v);
+  for (int64_t v : {c / r2, r, r, h, w}) split.push_back(v);
   for (int64_t d = 0; d < nb; ++d) dims.push_back(d);
   for (int64_t d : {0, 3, 1, 4, 2}) dims.push_back(nb + d);
-  for (int64_t v : {c / (r * r), h * r, w * r}) out_shape.push_back(v);
+  for (int64_t v : {c / r2, checked_mul(h, r, "pixel_shuffle: height"), checked_mul(w, r, "pixel_shuffle: width")})
+    out_shape.push_back(v);
   return ember::reshape(ember::permute(ember::reshape(self, split), dims), out_shape);
 }
 
@@ -169,7 +174,8 @@ Tensor pixel_unshuffle(const Tensor& self, int64_t downscale_factor) {
   for (int64_t v : {c, h / r, r, w / r, r}) split.push_back(v);
   for (int64_t d = 0; d < nb; ++d) dims.push_back(d);
   for (int64_t d : {0, 2, 4, 1, 3}) dims.push_back(nb + d);
-  for (int64_t v : {c * r * r, h / r, w / r}) out_shape.push_back(v);
+  const int64_t channels = checked_mul(c, checked_mul(r, r, "pixel_unshuffle: factor squared"), "pixel_unshuffle");
+  for (int64_t v : {channels, h / r, w / r}) out_shape.push_back(v);
   return ember::reshape(ember::permute(ember::reshape(self, split), dims), out_shape);
 }
 

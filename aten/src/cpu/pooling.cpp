@@ -4,6 +4,7 @@
 // planes' output rows. Checks and output sizes follow PyTorch's pooling_output_shape
 // and pool2d_shape_check, so the error messages match.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -243,13 +244,19 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, const Int
 }
 
 Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& self, const Tensor& indices) {
-  EMBER_CHECK(grad_output.sizes() == indices.sizes(), Runtime, "max_pool backward: grad_output and indices shapes differ");
-  EMBER_CHECK(self.dim() >= 2 && grad_output.dim() == self.dim(), Runtime,
-              "max_pool backward: expected grad_output with the dims of self");
+  EMBER_CHECK(indices.dtype() == ScalarType::Int64, Runtime, "max_pool backward: expected int64 indices, got ",
+              dtype_name(indices.dtype()));
+  EMBER_CHECK(grad_output.sizes() == indices.sizes(), Runtime, "max_pool backward: grad_output ",
+              shape_str(grad_output.sizes()), " and indices ", shape_str(indices.sizes()), " differ");
+  bool same_planes = self.dim() >= 2 && grad_output.dim() == self.dim();
+  for (int64_t d = 0; same_planes && d + 2 < self.dim(); ++d) same_planes = grad_output.size(d) == self.size(d);
+  EMBER_CHECK(same_planes, Runtime, "max_pool backward: grad_output ", shape_str(grad_output.sizes()),
+              " does not pool the planes of self ", shape_str(self.sizes()));
   Tensor grad_input = empty_tensor(self.sizes(), grad_output.dtype(), grad_output.device());
   const int64_t H = self.size(-2), W = self.size(-1), oHW = grad_output.size(-2) * grad_output.size(-1);
   const int64_t planes = H * W != 0 ? self.numel() / (H * W) : 0;
   const Tensor go = ember::contiguous(grad_output), ind = ember::contiguous(indices);
+  std::atomic<bool> out_of_range{false};
   visit_floating(grad_output.dtype(), "max_pool2d_backward", [&]<typename T>() {
     using M = opmath_t<T>;
     const T* g = go.data<T>();
@@ -261,10 +268,17 @@ Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& self, cons
         T* dst = gi + p * H * W;
         const T* src = g + p * oHW;
         const int64_t* at = ix + p * oHW;
-        for (int64_t i = 0; i < oHW; ++i) dst[at[i]] = static_cast<T>(static_cast<M>(dst[at[i]]) + static_cast<M>(src[i]));
+        for (int64_t i = 0; i < oHW; ++i) {
+          if (at[i] < 0 || at[i] >= H * W) {
+            out_of_range.store(true, std::memory_order_relaxed);
+            return;
+          }
+          dst[at[i]] = static_cast<T>(static_cast<M>(dst[at[i]]) + static_cast<M>(src[i]));
+        }
       }
     });
   });
+  EMBER_CHECK(!out_of_range.load(), Index, "max_pool backward: an index is out of range for planes of ", H, "x", W);
   return grad_input;
 }
 

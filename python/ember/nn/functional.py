@@ -930,13 +930,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ndim = input.dim()
     if ndim in (3, 4) and mode in ("nearest", "nearest-exact"):
         h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
-        return _C._upsample_nearest(input, output_size, h, w, mode == "nearest-exact")
+        return _C._upsample(input, output_size, False, mode == "nearest-exact", False, h, w)
     if ndim in (3, 4) and mode == "area":
         pool = _C.adaptive_avg_pool1d if ndim == 3 else _nn.adaptive_avg_pool2d
         return pool(input, output_size)
     if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
         h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
-        return _C._upsample_linear(input, output_size, align_corners, h, w)
+        return _C._upsample(input, output_size, True, False, align_corners, h, w)
     if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
         needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
