@@ -284,6 +284,7 @@ def goals(corename):
         Goal("import ember", ("import time",), None, "ember seconds", "<=", 0.25),
         Goal("cross_entropy", ("cross_entropy fwd+bwd 4096x32000",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("gather/scatter_add", ("gather 1e7", "scatter_add 1e7"), "torch", "ember/torch GB/s", ">=", 1.2),
+        Goal("sort/topk", ("sort 1e6", "topk 1e6 k=100"), "torch", "ember/torch GB/s", ">=", 1.2),
     ]
 
 

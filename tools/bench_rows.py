@@ -362,7 +362,7 @@ def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
-            + scan_benches())
+            + scan_benches() + sort_benches())
 
 
 def loss_benches():
@@ -478,3 +478,24 @@ def scan_benches():
         return lambda: lib.mod.cumsum(a, 0)
 
     return [Bench("scans (GB/s = bytes read + written)", "cumsum 1e7", "GB/s", build, work=2 * n * F32)]
+
+
+# ---------------------------------------------------------------- sort (issue 11)
+def sort_benches():
+    """A 1-D float32 sort of 1e6 elements and topk k=100 of it (GB/s = bytes of the input read)."""
+    n = 10**6
+
+    def values(lib):
+        return lib.mod.tensor(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
+
+    def sort(lib):
+        a = values(lib)
+        return lambda: lib.mod.sort(a)
+
+    def topk(lib):
+        a = values(lib)
+        return lambda: lib.mod.topk(a, 100)
+
+    section = "sort (GB/s = bytes of the input)"
+    return [Bench(section, "sort 1e6", "GB/s", sort, work=n * F32, columns=TORCHLIKE_COLUMNS),
+            Bench(section, "topk 1e6 k=100", "GB/s", topk, work=n * F32, columns=TORCHLIKE_COLUMNS)]
