@@ -210,7 +210,7 @@ void backward(const TensorList& roots, const TensorList& grads, bool retain_grap
     for (const Tensor& t : inputs)
       if (Edge e = existing_gradient_edge(t); e.valid()) task.needed.insert(e.fn.get());
   }
-  AutoGradMode mode(create_graph);
+  AutoGradMode grad_mode(create_graph);
   task.run(edges, g, retain_graph || create_graph, nullptr);
 }
 
@@ -227,7 +227,7 @@ TensorList grad(const TensorList& outputs, const TensorList& grad_outputs, const
   }
   TensorList results(inputs.size());
   {
-    AutoGradMode mode(create_graph);
+    AutoGradMode grad_mode(create_graph);
     task.run(edges, g, retain_graph || create_graph, &results);
   }
   for (size_t i = 0; i < results.size(); ++i)
