@@ -14,6 +14,8 @@ except ImportError:  # the torch comparisons are skipped without it
     torch = None
 
 GRAIN = ember._C._thresholds()["grain_size"]
+INSERTION_MAX = ember._C._thresholds()["sort_insertion_max"]
+TOPK_SPLIT = ember._C._thresholds()["topk_split_line"]
 needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
@@ -46,8 +48,8 @@ def _stable_order(a, dim, descending):
 
 
 # ---------------------------------------------------------------- sort
-# Lines around the insertion-sort cut (48), the parallel grain, long single rows, inner dims.
-SORT_SHAPES = [((48,), 0), ((49,), 0), ((GRAIN + 3,), 0), ((3, 1000), 1), ((1000, 3), 0), ((5, 7, 300), 1),
+# Lines around the insertion-sort cut, the parallel grain, long single rows, inner dims.
+SORT_SHAPES = [((INSERTION_MAX,), 0), ((INSERTION_MAX + 1,), 0), ((GRAIN + 3,), 0), ((3, 1000), 1), ((1000, 3), 0), ((5, 7, 300), 1),
                ((400, 200), -1), ((2, 3 * GRAIN), 1), ((1, 1), 0)]
 
 
@@ -150,7 +152,7 @@ def test_sort_gradients():
 
 
 # ---------------------------------------------------------------- topk
-TOPK_SHAPES = [((10**6,), 0, 100), ((4 * GRAIN + 1,), 0, 1), ((3, 5 * GRAIN), 1, 7), ((300, 700), 1, 10),
+TOPK_SHAPES = [((10**6,), 0, 100), ((TOPK_SPLIT - 1,), 0, 100), ((TOPK_SPLIT,), 0, 100), ((2, TOPK_SPLIT), 1, 3), ((4 * GRAIN + 1,), 0, 1), ((3, 5 * GRAIN), 1, 7), ((300, 700), 1, 10),
                ((700, 30), 0, 30), ((2, 300, 4), 1, 299), ((5,), 0, 5), ((5,), 0, 0)]
 
 

@@ -296,6 +296,7 @@ def goals(corename):
         Goal("embedding", ("embedding fwd+bwd 50000x512, 8192 indices",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("max_pool2d", ("max_pool2d 64x64x56x56 k3s2p1 fwd", "max_pool2d 64x64x56x56 k3s2p1 fwd+bwd"), "torch",
              "ember/torch time", "<=", 1 / 1.2),
+        Goal("sort/topk", ("sort 1e6", "topk 1e6 k=100"), "torch", "ember/torch GB/s", ">=", 1.2),
     ]
 
 

@@ -363,7 +363,7 @@ def all_benches():
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
-            + norm_benches() + pool_benches())
+            + norm_benches() + pool_benches() + sort_benches())
 
 
 def loss_benches():
@@ -618,3 +618,22 @@ def pool_benches():
     section = "pool"
     return [Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd", "ms", build(False), columns=TORCHLIKE_COLUMNS),
             Bench(section, "max_pool2d 64x64x56x56 k3s2p1 fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]
+# ---------------------------------------------------------------- sort (issue 11)
+def sort_benches():
+    """A 1-D float32 sort of 1e6 elements and topk k=100 of it (GB/s = bytes of the input read)."""
+    n = 10**6
+
+    def values(lib):
+        return lib.mod.tensor(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
+
+    def sort(lib):
+        a = values(lib)
+        return lambda: lib.mod.sort(a)
+
+    def topk(lib):
+        a = values(lib)
+        return lambda: lib.mod.topk(a, 100)
+
+    section = "sort (GB/s = bytes of the input)"
+    return [Bench(section, "sort 1e6", "GB/s", sort, work=n * F32, columns=TORCHLIKE_COLUMNS),
+            Bench(section, "topk 1e6 k=100", "GB/s", topk, work=n * F32, columns=TORCHLIKE_COLUMNS)]

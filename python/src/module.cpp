@@ -202,6 +202,8 @@ PYBIND11_MODULE(_C, m) {
     d["reduce_block"] = t::kReduceBlock;
     d["reduce_accumulators"] = t::kReduceAccumulators;
     d["gil_release_work"] = t::kGilReleaseWork;
+    d["sort_insertion_max"] = t::kSortInsertionMax;
+    d["topk_split_line"] = t::kTopkSplitLine;
     return d;
   });
   python::bind_cuda(m);

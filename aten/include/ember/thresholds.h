@@ -25,4 +25,11 @@ constexpr int64_t pairwise_split(int64_t n) { return (n / 2 + kReduceBlock - 1) 
 // Python threads run meanwhile; below it the release would cost more than it frees.
 constexpr int64_t kGilReleaseWork = int64_t(1) << 16;
 
+// sort: lines up to this long are insertion-sorted (a radix sort's histograms cost more).
+constexpr int64_t kSortInsertionMax = 48;
+// topk: a line is split across threads from this length; shorter ones run serially
+// (a serial topk reads ~1e6 float32 a millisecond, less than a parallel region can
+// cost on a busy machine).
+constexpr int64_t kTopkSplitLine = 64 * kGrainSize;
+
 }  // namespace ember::thresholds

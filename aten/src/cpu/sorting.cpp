@@ -27,10 +27,11 @@ namespace {
 
 using namespace sorting;
 
-// Lines up to this long are insertion-sorted (the radix histograms cost more).
-constexpr int64_t kInsertionSortMax = 48;
+using thresholds::kSortInsertionMax;
+using thresholds::kTopkSplitLine;
 // Elements screened together by topk before any is looked at one by one.
-constexpr int64_t kScreenBlock = 256;
+constexpr int64_t kScreenBlock = 64;
+
 
 template <typename K, typename I>
 void insertion_sort(K* keys, I* idx, int64_t n) {
@@ -87,8 +88,8 @@ void sort_lines(const T* x, T* values, int64_t* indices, const Lines& g, bool de
   const int64_t n = g.n, inner = g.inner;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * 4, 1));
   parallel_for(g.count(), grain, [&](int64_t b, int64_t e) {
-    std::vector<K> keys(n), tmp_keys(n > kInsertionSortMax ? n : 0);
-    std::vector<I> idx(n), tmp_idx(n > kInsertionSortMax ? n : 0);
+    std::vector<K> keys(n), tmp_keys(n > kSortInsertionMax ? n : 0);
+    std::vector<I> idx(n), tmp_idx(n > kSortInsertionMax ? n : 0);
     for (int64_t l = b; l < e; ++l) {
       const int64_t s = g.start(l);
       const T* xl = x + s;
@@ -98,7 +99,7 @@ void sort_lines(const T* x, T* values, int64_t* indices, const Lines& g, bool de
         idx[j] = I(j);
       }
       I* sorted = idx.data();
-      if (n <= kInsertionSortMax) insertion_sort(keys.data(), idx.data(), n);
+      if (n <= kSortInsertionMax) insertion_sort(keys.data(), idx.data(), n);
       else sorted = radix_sort(keys.data(), idx.data(), tmp_keys.data(), tmp_idx.data(), n);
       T* vl = values + s;
       int64_t* il = indices + s;
@@ -130,6 +131,37 @@ void keep_best(std::vector<Candidate<K>>& c, int64_t k) {
   c.resize(k);
 }
 
+// Whether any element of [b, e) beats the k-th best so far. Floats compare values (NaN beats
+// any number; a vectorisable loop), other types their keys.
+template <typename T>
+bool any_beats(const T* x, int64_t stride, int64_t b, int64_t e, bool largest, key_t<T> threshold,
+               opmath_t<T> threshold_value) {
+  using K = key_t<T>;
+  using C = opmath_t<T>;
+  if constexpr (is_float_like<T>) {
+    if (threshold_value == threshold_value) {
+      int hit = 0;
+      if (largest) {
+#pragma omp simd reduction(| : hit)
+        for (int64_t j = b; j < e; ++j) {
+          const C v = static_cast<C>(x[j * stride]);
+          hit |= (v > threshold_value) | (v != v);
+        }
+      } else {
+#pragma omp simd reduction(| : hit)
+        for (int64_t j = b; j < e; ++j) hit |= static_cast<C>(x[j * stride]) < threshold_value;
+      }
+      return hit;
+    }
+  }
+  K top = 0;
+  for (int64_t j = b; j < e; ++j) {
+    const K key = sort_key(x[j * stride]);
+    top = std::max(top, largest ? key : K(~key));
+  }
+  return top > threshold;
+}
+
 // Appends to `out` a superset of the best k of elements [lo, hi) of the line at x
 // (stride `stride`); keys are inverted for the smallest.
 template <typename T>
@@ -141,24 +173,19 @@ void collect_topk(const T* x, int64_t stride, int64_t lo, int64_t hi, int64_t k,
   c.reserve(cap);
   bool have_threshold = false;
   K threshold = 0;
-  auto key_at = [&](int64_t j) {
-    K key = sort_key(x[j * stride]);
-    return largest ? key : K(~key);
-  };
+  opmath_t<T> threshold_value{};
   for (int64_t b = lo; b < hi; b += kScreenBlock) {
     const int64_t e = std::min(hi, b + kScreenBlock);
-    if (have_threshold) {
-      K top = 0;
-      for (int64_t j = b; j < e; ++j) top = std::max(top, key_at(j));
-      if (top <= threshold) continue;
-    }
+    if (have_threshold && !any_beats(x, stride, b, e, largest, threshold, threshold_value)) continue;
     for (int64_t j = b; j < e; ++j) {
-      K key = key_at(j);
+      K key = sort_key(x[j * stride]);
+      if (!largest) key = K(~key);
       if (have_threshold && key <= threshold) continue;  // a later equal key loses the tie
       c.push_back({key, j});
       if (c.size() >= cap) {
         keep_best(c, k);
         threshold = c[k - 1].key;
+        threshold_value = static_cast<opmath_t<T>>(x[c[k - 1].idx * stride]);
         have_threshold = true;
       }
     }
@@ -181,7 +208,7 @@ void topk_lines(const T* x, T* values, int64_t* indices, const Lines& g, int64_t
     }
   };
   const int nthreads = get_num_threads();
-  if (g.count() < nthreads && n >= 4 * kGrainSize && nthreads > 1 && !in_parallel_region()) {
+  if (g.count() < nthreads && n >= kTopkSplitLine && nthreads > 1 && !in_parallel_region()) {
     // Few long lines: each split into one part per thread, the parts' candidates merged.
     for (int64_t l = 0; l < g.count(); ++l) {
       std::vector<std::vector<Candidate<K>>> parts(nthreads);
