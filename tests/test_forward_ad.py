@@ -69,7 +69,8 @@ def rand(*shape):
 # Checked here rather than by the harness: their test entries are skipped there (indexing,
 # copies, conversions, fills, prelu's per-channel weight) or their gradcheck is off (rounding divisions, remainder).
 OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.device", "to.other", "pow.Scalar",
-              "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu"}
+              "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu",
+              "lerp.Tensor", "addcmul", "addcdiv", "fmod"}  # JVPs of these in tests/test_math.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

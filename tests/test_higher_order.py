@@ -64,6 +64,13 @@ NOT_IN_HARNESS = {
     "prelu": [(lambda a, w: ember.prelu(a * a - 1, w) * a,
                lambda: (t64([[1.3, -0.4, 0.2], [-1.1, 0.7, 1.6]]), t64([0.25, -0.5, 1.5])), {}),
               (ember.prelu, lambda: (t64([0.5, -1.5, 2.0]), t64([0.3])), {})],
+    # math (issue 11): three-tensor pointwise ops and fmod (away from its jumps)
+    "lerp.Tensor": [(ember.lerp, lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([1.5, -0.5]), t64([[0.2], [0.8]])), {})],
+    "addcmul": [(lambda a, b, c: ember.addcmul(a, b, c, value=0.5) * b,
+                 lambda: (t64([1.0, -2.0]), t64([[0.5, 3.0], [1.5, -1.0]]), t64([2.0, 0.7])), {})],
+    "addcdiv": [(lambda a, b, c: ember.addcdiv(a, b, c, value=-2) * b,
+                 lambda: (t64([1.0, -2.0]), t64([[0.5, 3.0], [1.5, -1.0]]), t64([2.0, 0.7])), {})],
+    "fmod": [(lambda a, b: ember.fmod(a * a, b) * b, lambda: (t64([1.3, -2.6]), t64([0.7, -1.9])), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -210,3 +210,57 @@ def eval_ref(expr, names):
         warnings.simplefilter("ignore")
         return eval(expr, scope)
 
+
+
+def np_lerp(a, b, weight):
+    """torch.lerp's two-sided form (exact at weight 0 and 1)."""
+    a, b, w = np.asarray(a), np.asarray(b), np.asarray(weight)
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def np_xlogy(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isnan(b), b, np.where(a == 0, 0, a * np.log(b)))
+
+
+def np_logit(a, eps=None):
+    a = np.asarray(a)
+    if eps is not None:
+        a = np.clip(a, eps, 1 - eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(a / (1 - a))
+
+
+_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def np_lgamma(a):
+    return _lgamma(np.asarray(a, dtype=np.float64))
+
+
+def _polygamma_sum(a, order):
+    """digamma (order 0) or trigamma (order 1) of positive x: the recurrence up to 20, then the
+    asymptotic series (independent of the library's cut-off at 6)."""
+    x = np.asarray(a, dtype=np.float64).copy()
+    acc = np.zeros_like(x)
+    while np.any(x < 20):
+        small = x < 20
+        acc = acc - np.where(small, 1 / x if order == 0 else -1 / (x * x), 0)
+        x = np.where(small, x + 1, x)
+    r = 1 / (x * x)
+    if order == 0:
+        return acc + np.log(x) - 0.5 / x - r * (1 / 12 - r * (1 / 120 - r / 252))
+    return acc + 1 / x + 0.5 * r + r / x * (1 / 6 - r * (1 / 30 - r / 42))
+
+
+def np_digamma(a):
+    return _polygamma_sum(a, 0)
+
+
+def np_trigamma(a):
+    return _polygamma_sum(a, 1)
+
+
+HELPERS.update({"np_lerp": np_lerp, "np_xlogy": np_xlogy, "np_logit": np_logit, "np_lgamma": np_lgamma,
+                "np_digamma": np_digamma, "np_trigamma": np_trigamma})
