@@ -26,7 +26,9 @@ LINEAR_IN = {
     "mv": [("self",), ("vec",)], "matmul": [("self",), ("other",)],
     "view": _ALONE, "reshape": _ALONE, "permute": _ALONE, "transpose": _ALONE, "t": _ALONE,
     "unsqueeze": _ALONE, "squeeze": _ALONE, "expand": _ALONE, "flatten": _ALONE, "select": _ALONE,
-    "slice": _ALONE, "narrow": _ALONE,
+    "slice": _ALONE, "narrow": _ALONE, "gather": _ALONE, "scatter_add": [("self", "src")],
+    "cumsum": _ALONE, "flip": _ALONE, "diagonal": _ALONE, "_diagonal_backward": [("grad",)],
+    "cumprod": _ALONE, "_cumprod_backward": [("grad",)], "_cumprod_jvp": [("tangent",)],  # scans (issue 11)
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

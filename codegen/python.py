@@ -254,8 +254,10 @@ def _pyi_params(params, rename_self, numbers=()):
 
 
 def _takes_varargs(params):
-    """x.view(2, 3), ember.zeros(2, 3): a leading positional int[] also takes its ints as arguments."""
-    return bool(params) and params[0].type.base == "int" and params[0].type.is_list and not params[0].kw_only
+    """x.view(2, 3), ember.zeros(2, 3): a leading positional int[] that is the only positional
+    parameter also takes its ints as arguments (PyTorch's rule: x.roll(1, 0) is shifts, dims)."""
+    return (bool(params) and params[0].type.base == "int" and params[0].type.is_list and not params[0].kw_only
+            and (len(params) == 1 or params[1].kw_only))
 
 
 def _pyi_signatures(ov, name, rename_self):

@@ -70,6 +70,10 @@ def rand(*shape):
 # copies, conversions, fills, prelu's per-channel weight) or their gradcheck is off (rounding divisions, remainder).
 OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.device", "to.other", "pow.Scalar",
               "_philox_fill_", "_div_trunc", "_div_floor", "remainder", "prelu",
+              "gather", "scatter_add", "index_select", "masked_fill.Scalar",
+              "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
+              "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
+              "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
               "lerp.Tensor", "addcmul", "addcdiv", "fmod"}  # JVPs of these in tests/test_math.py
 
 

@@ -59,9 +59,7 @@ def torch_fn(op):
 
 
 def call_ember(op, *args, **kwargs):
-    if op.python_module == "nn":
-        return public_function(op)(*args, **kwargs)
-    return public_fn(ember, TORCH_NAME.get(op.full_name) or op.name)(*args, **kwargs)
+    return public_function(op)(*args, **kwargs)
 
 
 def describe(*inputs, threads, extra=""):

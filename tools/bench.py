@@ -282,6 +282,8 @@ def goals(corename):
              ">=", 0.9),
         Goal("MLP step", (mlp,), "torch", "ember/torch time", "<=", 0.8),
         Goal("import ember", ("import time",), None, "ember seconds", "<=", 0.25),
+        Goal("cross_entropy", ("cross_entropy fwd+bwd 4096x32000",), "torch", "ember/torch time", "<=", 1 / 1.2),
+        Goal("gather/scatter_add", ("gather 1e7", "scatter_add 1e7"), "torch", "ember/torch GB/s", ">=", 1.2),
     ]
 
 

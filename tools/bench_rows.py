@@ -361,7 +361,52 @@ def mlp_benches():
 def all_benches():
     return (overhead_benches() + autograd_benches() + elementwise_benches()
             + layout_benches() + reduction_benches() + softmax_benches()
-            + matmul_benches() + mlp_benches())
+            + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
+            + scan_benches())
+
+
+def loss_benches():
+    """Issue 11's losses: a language-model-sized cross_entropy, forward and backward."""
+    n, classes = 4096, 32000
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        logits = lib.randn(n, classes)
+        logits.requires_grad_(True)
+        target = lib.mod.randint(0, classes, (n,), **lib.device_kwargs())
+        functional = lib.mod.nn.functional
+
+        def step():
+            logits.grad = None
+            functional.cross_entropy(logits, target).backward()
+        return step
+
+    return [Bench("losses", f"cross_entropy fwd+bwd {n}x{classes}", "ms", build, columns=TORCHLIKE_COLUMNS)]
+
+
+def index_benches():
+    # 1e7 float32 elements, int64 indices along dim 1 of rows of 1000 (duplicates included).
+    shape = (10_000, 1_000)
+
+    def inputs(lib):
+        rng = np.random.default_rng(0)
+        a = lib.mod.tensor(rng.standard_normal(shape, dtype=np.float32))
+        return a, lib.mod.tensor(rng.integers(0, shape[1], size=shape))
+
+    def gather(lib):
+        a, idx = inputs(lib)
+        return lambda: lib.mod.gather(a, 1, idx)
+
+    def scatter_add(lib):
+        a, idx = inputs(lib)
+        return lambda: lib.mod.scatter_add(a, 1, idx, a)
+
+    section = "index (GB/s = bytes of input, index and result)"
+    n = shape[0] * shape[1]
+    return [Bench(section, "gather 1e7", "GB/s", gather, work=n * (2 * F32 + 8), columns=TORCHLIKE_COLUMNS),
+            Bench(section, "scatter_add 1e7", "GB/s", scatter_add, work=n * (3 * F32 + 8),
+                  columns=TORCHLIKE_COLUMNS)]
 
 
 # --------------------------------------------------------------------------
@@ -420,3 +465,16 @@ def cuda_benches():
         Bench(mm, "matmul 8192 float32", "GFLOP/s", matmul("float32"), work=2 * 8192**3, columns=cols),
         Bench(mm, "matmul 8192 bfloat16", "GFLOP/s", matmul("bfloat16"), work=2 * 8192**3, columns=cols),
     ] + mlp_benches())
+
+
+# ---------------------------------------------------------------- scans (issue 11)
+def scan_benches():
+    n = 10**7
+
+    def build(lib):
+        a = lib.randn(n)
+        if lib.is_numpy:
+            return lambda: np.cumsum(a)
+        return lambda: lib.mod.cumsum(a, 0)
+
+    return [Bench("scans (GB/s = bytes read + written)", "cumsum 1e7", "GB/s", build, work=2 * n * F32)]

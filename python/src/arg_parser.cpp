@@ -79,8 +79,10 @@ bool try_match(const OverloadSpec& ov, PyObject* const* args, Py_ssize_t nargs, 
   int pos = 0;  // next positional param
   Py_ssize_t a = 0;
   auto fail = [&](std::string msg) { if (why) *why = std::move(msg); return false; };
-  // `x.view(2, 3)`: a leading int[] takes all leading int arguments.
+  // `x.view(2, 3)`: a leading int[] takes all leading int arguments when it is the only
+  // positional parameter, as PyTorch's parser (so `x.roll(1, 0)` is shifts=1, dims=0).
   if (np > 0 && nargs > 0 && !ov.params[0].kw_only && ov.params[0].type == ArgType::IntList && is_int(args[0]) &&
+      (np == 1 || ov.params[1].kw_only) &&
       !(ov.params[0].list_size > 0 && nargs == 1)) {
     Py_ssize_t k = 0;
     while (k < nargs && is_int(args[k]) && !PyBool_Check(args[k])) ++k;

@@ -212,6 +212,35 @@ def eval_ref(expr, names):
 
 
 
+# ---------------------------------------------------------------- scans (issue 11)
+def np_diag_embed(a, offset=0, dim1=-2, dim2=-1):
+    """torch.diag_embed: the last dim of `a` on the (offset, dim1, dim2) diagonals of zeros."""
+    a = np.asarray(a).reshape(np.shape(a) or (1,))
+    n = a.shape[-1] + abs(offset)
+    ndim = a.ndim + 1
+    d1, d2 = dim1 % ndim, dim2 % ndim
+    out = np.zeros(a.shape[:-1] + (n, n), dtype=a.dtype)
+    i = np.arange(a.shape[-1])
+    rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+    out[..., rows, cols] = a
+    # out has the diagonal plane last; move its two dims to (d1, d2).
+    lo, hi = sorted((d1, d2))
+    out = np.moveaxis(out, (-2, -1), (lo, hi))
+    return out if d1 < d2 else np.swapaxes(out, lo, hi)
+
+
+def np_unflatten_shape(a, dim, sizes):
+    a = np.asarray(a)
+    dim %= max(a.ndim, 1)
+    sizes = list(sizes)
+    if -1 in sizes:
+        known = int(np.prod([s for s in sizes if s != -1]))
+        sizes[sizes.index(-1)] = a.shape[dim] // known
+    return a.shape[:dim] + tuple(sizes) + a.shape[dim + 1:]
+
+
+HELPERS.update({"np_diag_embed": np_diag_embed, "np_unflatten_shape": np_unflatten_shape})
+
 def np_lerp(a, b, weight):
     """torch.lerp's two-sided form (exact at weight 0 and 1)."""
     a, b, w = np.asarray(a), np.asarray(b), np.asarray(weight)

@@ -73,7 +73,7 @@ template <typename T> EMBER_HD inline T erfinv(T y) {
   x *= a;
   // erf'(x) = 2/sqrt(pi) exp(-x^2). Near 1, Newton on log(erfc(x)) = log(1 - a),
   // which is close to linear where erfc falls off like exp(-x^2).
-  const double q = 1.0 - a, log_q = std::log(q);
+  const double log_q = a <= 0.5 ? 0.0 : std::log(1.0 - a);  // only the erfc branch uses it
   for (int i = 0; i < (a <= 0.5 ? 2 : 6); ++i) {
     const double slope = 1.1283791670955126 * std::exp(-x * x);
     if (a <= 0.5) {

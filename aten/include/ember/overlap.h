@@ -19,5 +19,7 @@ void check_no_overlap(const Tensor& written, const TensorList& inputs, const cha
 bool has_internal_overlap(const Tensor& t);
 // Both checks, for an op that reads `inputs` elementwise into `written`.
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op);
+// check_write_overlap's verdict without raising, so the caller names the op only on failure.
+bool write_overlap_ok(const Tensor& written, std::initializer_list<const Tensor*> inputs);
 
 }  // namespace ember

@@ -1,6 +1,5 @@
 // The backward pass: count each node's incoming edges, then run nodes whose
 // gradients are complete, latest-created first, until the graph is drained.
-#include <algorithm>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>

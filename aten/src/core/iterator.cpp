@@ -151,8 +151,8 @@ TensorIterator TensorIterator::pointwise(const PointwiseConfig& cfg, const Tenso
     } else if (out.sizes() != shape) {
       resize_(out, shape);
     }
-    const std::string op_name = inplace ? std::string(cfg.op) + "_" : std::string(cfg.op);
-    check_write_overlap(out, inputs, op_name.c_str());
+    if (!write_overlap_ok(out, inputs))  // "mul_" is built only for the message
+      check_write_overlap(out, inputs, (std::string(cfg.op) + (inplace ? "_" : "")).c_str());
     EMBER_CHECK(can_cast(out_dtype, out.dtype()), Runtime, cfg.op, ": result type ", dtype_title(out_dtype),
                 " can't be cast to the desired output type ", dtype_title(out.dtype()));
     it.result_ = out;

@@ -35,9 +35,9 @@ enum class Overlap { No, Full, Partial, TooHard };
 // PyTorch's get_overlap_status.
 Overlap overlap_status(const Tensor& a, const Tensor& b) {
   if (a.is_same(b)) return Overlap::Full;
-  if (a.numel() == 0 || b.numel() == 0) return Overlap::No;
+  // Different storages never overlap (PyTorch says TooHard first for non-dense ones: same verdict here).
+  if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return Overlap::No;
   if (!is_non_overlapping_and_dense(a) || !is_non_overlapping_and_dense(b)) return Overlap::TooHard;
-  if (a.storage() != b.storage()) return Overlap::No;
   const char* a_begin = static_cast<const char*>(a.data_ptr());
   const char* a_end = a_begin + a.numel() * (int64_t)a.itemsize();
   const char* b_begin = static_cast<const char*>(b.data_ptr());
@@ -87,6 +87,13 @@ void check_no_overlap(const Tensor& written, const Tensor& input, const char* op
 
 void check_no_overlap(const Tensor& written, const TensorList& inputs, const char* op) {
   for (const Tensor& t : inputs) check_no_overlap(written, t, op);
+}
+
+bool write_overlap_ok(const Tensor& written, std::initializer_list<const Tensor*> inputs) {
+  if (has_internal_overlap(written)) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && overlap_status(written, *t) == Overlap::Partial) return false;
+  return true;
 }
 
 void check_write_overlap(const Tensor& written, std::initializer_list<const Tensor*> inputs, const char* op) {
