@@ -55,6 +55,21 @@ def test_lerp_gradients():
     check_against_finite_differences(ember.lerp, [rand(2, 3), rand(3), rand(2, 1)], [rand(2, 3), rand(3), rand(2, 1)])
 
 
+def test_lerp_needs_end_and_weight_of_self_dtype():
+    # As PyTorch: `end` always, a tensor `weight` unless it is 0-d (then it is converted).
+    h, f = ember.ones(3, dtype=ember.float16), ember.ones(3)
+    with pytest.raises(RuntimeError, match="lerp: expected dtype Half for `end` but got dtype BFloat16"):
+        ember.lerp(h, h.bfloat16(), 0.5)
+    with pytest.raises(RuntimeError, match="expected dtype Float for `end` but got dtype Double"):
+        ember.lerp(f, ember.tensor(2.0, dtype=F64), 0.5)
+    with pytest.raises(RuntimeError, match="expected dtype Float for `weight` but got dtype Double"):
+        ember.lerp(f, f, ember.ones(3, dtype=F64))
+    with pytest.raises(RuntimeError, match="expected dtype Float for `end` but got dtype Half"):
+        f.lerp_(h, 0.5)
+    assert ember.lerp(f, f * 3, ember.tensor(0.5, dtype=F64)).tolist() == [2.0] * 3
+    assert ember.lerp(f, f * 3, ember.tensor(1)).dtype == ember.float32
+
+
 @needs_torch
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_lerp_matches_pytorch(dtype):

@@ -268,19 +268,33 @@ def np_lgamma(a):
     return _lgamma(np.asarray(a, dtype=np.float64))
 
 
+def _compensated_sum(terms):
+    """Neumaier's summation along axis 0: the rounding errors carried separately, so that
+    digamma's cancellation near its root (x = 1.46) leaves the reference within 1e-16."""
+    total = np.zeros(terms.shape[1:])
+    carry = np.zeros(terms.shape[1:])
+    for t in terms:
+        s = total + t
+        carry += np.where(np.abs(total) >= np.abs(t), (total - s) + t, (t - s) + total)
+        total = s
+    return total + carry
+
+
 def _polygamma_sum(a, order):
-    """digamma (order 0) or trigamma (order 1) of positive x: the recurrence up to 20, then the
-    asymptotic series (independent of the library's cut-off at 6)."""
-    x = np.asarray(a, dtype=np.float64).copy()
-    acc = np.zeros_like(x)
-    while np.any(x < 20):
-        small = x < 20
-        acc = acc - np.where(small, 1 / x if order == 0 else -1 / (x * x), 0)
-        x = np.where(small, x + 1, x)
+    """digamma (order 0) or trigamma (order 1) of positive x: the recurrence up to 30, then the
+    asymptotic series, independent of the library's cut-off at 10."""
+    x = np.asarray(a, dtype=np.float64)
+    steps = np.maximum(np.ceil(30 - x), 0)
+    k = np.arange(int(steps.max(initial=0)) + 1).reshape((-1,) + (1,) * x.ndim)
+    shifted = x + k
+    terms = np.where(k < steps, -1 / shifted if order == 0 else 1 / (shifted * shifted), 0.0)
+    x = x + steps
     r = 1 / (x * x)
     if order == 0:
-        return acc + np.log(x) - 0.5 / x - r * (1 / 12 - r * (1 / 120 - r / 252))
-    return acc + 1 / x + 0.5 * r + r / x * (1 / 6 - r * (1 / 30 - r / 42))
+        tail = [np.log(x), -0.5 / x, -r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r / 132))))]
+    else:
+        tail = [1 / x, 0.5 * r, r / x * (1 / 6 - r * (1 / 30 - r * (1 / 42 - r * (1 / 30 - r * 5 / 66))))]
+    return _compensated_sum(np.concatenate([terms, np.stack(tail)]))
 
 
 def np_digamma(a):

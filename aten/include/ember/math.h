@@ -108,36 +108,40 @@ template <typename T> EMBER_HD inline T fmod(T a, T b) {
 }
 EMBER_HD inline float lgamma(float x) { return ::lgammaf(x); }
 EMBER_HD inline double lgamma(double x) { return ::lgamma(x); }
-// The digamma function psi = d/dx log(gamma(x)): reflection below 0, the
-// recurrence psi(x) = psi(x + 1) - 1/x up to 6, then the asymptotic series.
+// The digamma function psi = d/dx log(gamma(x)): reflection below 0 (on the fractional part,
+// where tan is accurate), the recurrence psi(x) = psi(x + 1) - 1/x up to 10, then the
+// asymptotic series, whose first omitted term is below 1e-15 relative there.
 template <typename T> EMBER_HD inline T digamma(T x) {
   double v = double(x), acc = 0.0;
   if (v == 0.0) return std::copysign(std::numeric_limits<T>::infinity(), -double(x));  // PyTorch: -inf at +0
   if (v < 0.0) {
-    if (v == std::floor(v)) return std::numeric_limits<T>::quiet_NaN();
+    double whole;
+    const double frac = std::modf(v, &whole);
+    if (frac == 0.0) return std::numeric_limits<T>::quiet_NaN();
     const double pi = 3.14159265358979323846;
-    acc = -pi / std::tan(pi * v);  // psi(1 - x) - psi(x) = pi cot(pi x)
+    acc = -pi / std::tan(pi * frac);  // psi(1 - x) - psi(x) = pi cot(pi x)
     v = 1.0 - v;
   }
-  while (v < 6.0) { acc -= 1.0 / v; v += 1.0; }
+  while (v < 10.0) { acc -= 1.0 / v; v += 1.0; }
   const double r = 1.0 / (v * v);
-  const double series = r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132)))));
-  return T(acc + std::log(v) - 0.5 / v - series);
+  const double series = r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760))))));
+  return T(acc + (std::log(v) - 0.5 / v - series));
 }
 // The trigamma function psi' (digamma's derivative), by the same scheme.
 template <typename T> EMBER_HD inline T trigamma(T x) {
   double v = double(x), acc = 0.0, sign = 1.0;
   if (v <= 0.0 && v == std::floor(v)) return std::numeric_limits<T>::infinity();
   if (v < 0.5) {
-    const double pi = 3.14159265358979323846, s = std::sin(pi * v);
+    double whole;
+    const double pi = 3.14159265358979323846, s = std::sin(pi * std::modf(v, &whole));
     acc = pi * pi / (s * s);  // psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x)
     sign = -1.0;
     v = 1.0 - v;
   }
   double t = 0.0;
-  while (v < 6.0) { t += 1.0 / (v * v); v += 1.0; }
+  while (v < 10.0) { t += 1.0 / (v * v); v += 1.0; }
   const double r = 1.0 / (v * v);
-  t += 1.0 / v + 0.5 * r + (1.0 / v) * r * (1.0 / 6 - r * (1.0 / 30 - r * (1.0 / 42 - r * (1.0 / 30))));
+  t += 1.0 / v + 0.5 * r + (1.0 / v) * r * (1.0 / 6 - r * (1.0 / 30 - r * (1.0 / 42 - r * (1.0 / 30 - r * (5.0 / 66 - r * (691.0 / 2730))))));
   return T(acc + sign * t);
 }
 
