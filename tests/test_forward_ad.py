@@ -74,7 +74,8 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
               "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
-              "lerp.Tensor", "addcmul", "addcdiv", "fmod"}  # JVPs of these in tests/test_math.py
+              "lerp.Tensor", "addcmul", "addcdiv", "fmod", "isclose", "clamp.Tensor",
+              "clip.Tensor", "count_nonzero", "count_nonzero.dim_IntList"}  # JVPs of these in tests/test_math.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -44,7 +44,8 @@ INPLACE_GRADGRAD_FORMS = [(c, f) for c, f in INPLACE_GRAD_FORMS if "no_gradgrad"
 # Ops with index or mask tensor arguments the harness cannot sample: their in-place forms are
 # gradchecked and gradgradchecked (non-leaf self and a view of one) in tests/test_index_ops.py.
 OWN_INPLACE_CHECKS = {"scatter_add", "masked_fill.Scalar", "masked_fill.Tensor",
-                      "lerp.Tensor", "addcmul", "addcdiv"}  # three tensors: tests/test_math.py
+                      "lerp.Tensor", "addcmul", "addcdiv",  # three tensors: tests/test_math.py
+                      "clamp.Tensor", "clip.Tensor"}
 
 
 def test_every_differentiable_inplace_op_is_covered():

@@ -307,3 +307,18 @@ def np_trigamma(a):
 
 HELPERS.update({"np_lerp": np_lerp, "np_xlogy": np_xlogy, "np_logit": np_logit, "np_lgamma": np_lgamma,
                 "np_digamma": np_digamma, "np_trigamma": np_trigamma})
+
+
+def np_logsumexp(a, dim, keepdim=False):
+    """torch.logsumexp: shifted by the finite maximum; empty reductions give -inf."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return np.log(np.sum(np.exp(a), axis=dim, keepdims=keepdim))
+    with np.errstate(all="ignore"):
+        m = np.amax(a, axis=dim, keepdims=True)
+        m = np.where(np.isinf(m), 0, m)
+        r = np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True)) + m
+    return r if keepdim else np.squeeze(r, axis=dim)
+
+
+HELPERS["np_logsumexp"] = np_logsumexp
