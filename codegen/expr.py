@@ -15,6 +15,7 @@ SCALAR_FUNCTIONS = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "erf": 1, "erfc": 1, "erfinv": 1, "abs": 1, "sign": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "isnan": 1, "isinf": 1,
     "pow": 2, "maximum": 2, "minimum": 2, "floor_divide": 2, "trunc_divide": 2, "remainder": 2,
+    "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "lgamma": 1, "digamma": 1, "trigamma": 1,
     "where": 3, "clamp": 3, "clamp_mask": 3,
     "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "left_shift": 2, "right_shift": 2,
 }

@@ -296,6 +296,7 @@ class OpGen:
             "nonzero": nonzero,
             "nonnegative": nonnegative,
             "require_one_of": op.require_one_of,
+            "same_dtype": [{"name": n, "any_0d": rule == "unless_0d"} for n, rule in op.same_dtype.items()],
         }
 
     # ------------------------------------------------------------ reduction

@@ -18,7 +18,8 @@ PROMOTE = ("common", "float", "bool")
 REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
-           "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars"}
+           "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
+           "same_dtype"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -76,6 +77,7 @@ class Op:
     special: list = field(default_factory=list)  # [Special]: per-call fast paths of a pointwise op
     python_module: str = ""  # the ember submodule of the function form ("" is ember itself)
     promote_scalars: list = field(default_factory=list)  # Scalar arguments that take part in type promotion
+    same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -231,6 +233,14 @@ def _parse_op(entry, sets, file):
         op.python_module = module
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
+    if "same_dtype" in entry:
+        same = entry["same_dtype"]
+        if (kind != "pointwise" or not sig.param("self") or not isinstance(same, dict)
+                or any(not (sig.param(n) and sig.param(n).type.base == "Tensor" and not sig.param(n).type.is_list)
+                       or rule not in ("always", "unless_0d") for n, rule in same.items())):
+            raise SpecError(file, entry.line_of("same_dtype"), f"{sig.full_name}: same_dtype maps Tensor arguments "
+                            "of a pointwise op with self to always or unless_0d")
+        op.same_dtype = dict(same)
     if kind == "pointwise":
         op.promote = entry.get("promote")
         if op.promote not in PROMOTE:

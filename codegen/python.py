@@ -284,6 +284,9 @@ def _pyi_defs(groups, form, indent="", public=False):
             continue
         name = g.public_name if public else g.pyname
         sigs = [sig for ov in g.overloads for sig in _pyi_signatures(ov, name, form == "function")]
+        # A Scalar also takes a tensor: signatures taking only tensors go first, or mypy finds them
+        # unreachable behind it (clamp.Tensor after clamp).
+        sigs.sort(key=lambda sig: "Union[Number, Tensor]" in sig)
         for sig in sigs:
             if len(sigs) > 1:
                 lines.append(indent + "@overload")

@@ -136,6 +136,13 @@ def test_fits_self_names_a_scalar_argument(tmp_path):
     assert msg.startswith("ops.yaml:10: ") and "fits_self names a Scalar argument of an op with `self`" in msg
 
 
+def test_same_dtype_maps_tensor_arguments_to_a_rule(tmp_path):
+    assert load(tmp_path, GOOD_OP + "  same_dtype: {other: unless_0d}\n").ops[0].same_dtype == {"other": "unless_0d"}
+    for bad in ("{other: sometimes}", "{value: always}", "[other]"):
+        msg = error_of(tmp_path, GOOD_OP + f"  same_dtype: {bad}\n")
+        assert msg.startswith("ops.yaml:11: ") and "same_dtype maps Tensor arguments" in msg
+
+
 def test_out_overlap_on_derived_out_of_non_pointwise_ops(tmp_path):
     cat = "- func: cat(Tensor[] tensors, int dim=0) -> Tensor\n  kind: composite\n  doc: Joins.\n"
     assert load(tmp_path, cat + "  derive: [out]\n  out_overlap: any\n").ops[0].out_overlap == "any"

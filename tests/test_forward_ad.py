@@ -87,6 +87,8 @@ OWN_CHECKS |= BLAS_JVP_CHECKS  # blas (issue 11): JVPs checked in tests/test_bla
 OWN_CHECKS |= set(NORM_GRAD_CASES)  # norm (issue 11): JVPs checked in tests/test_norm.py
 OWN_CHECKS |= {"max_pool2d_with_indices", "max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool1d",
                "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward", "_upsample_backward"}  # pool: tests/test_pool.py
+OWN_CHECKS |= {"lerp.Tensor", "addcmul", "addcdiv", "fmod", "isclose", "clamp.Tensor", "clip.Tensor", "count_nonzero",
+               "count_nonzero.dim_IntList"}  # math (issue 11): JVPs checked in tests/test_math.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

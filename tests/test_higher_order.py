@@ -151,6 +151,21 @@ NOT_IN_HARNESS = {
                             lambda: (_distinct64(1, 2, 5),), {}),
                            (lambda g: ember._upsample_backward(g * g, [1, 2, 3], [2, 4], False),
                             lambda: (_distinct64(1, 2, 4),), {})],
+    # math (issue 11): three-tensor pointwise ops and fmod (away from its jumps)
+    "lerp.Tensor": [(ember.lerp, lambda: (t64([[1.0, -2.0], [0.5, 3.0]]), t64([1.5, -0.5]), t64([[0.2], [0.8]])), {})],
+    "addcmul": [(lambda a, b, c: ember.addcmul(a, b, c, value=0.5) * b,
+                 lambda: (t64([1.0, -2.0]), t64([[0.5, 3.0], [1.5, -1.0]]), t64([2.0, 0.7])), {})],
+    "addcdiv": [(lambda a, b, c: ember.addcdiv(a, b, c, value=-2) * b,
+                 lambda: (t64([1.0, -2.0]), t64([[0.5, 3.0], [1.5, -1.0]]), t64([2.0, 0.7])), {})],
+    "fmod": [(lambda a, b: ember.fmod(a * a, b) * b, lambda: (t64([1.3, -2.6]), t64([0.7, -1.9])), {})],
+    "isclose": [(lambda a, b: ember.where(ember.isclose(a, b, atol=0.1), a * a, a * b),
+                 lambda: (t64([1.0, -2.0, 0.5]), t64([1.05, 2.0, 0.0])), {})],
+    "clamp.Tensor": [(lambda a, lo, hi: ember.clamp(a * a, lo, hi) * a,
+                      lambda: (t64([[1.3, -0.4, 0.2], [-1.1, 0.7, 1.6]]), t64([0.25, 0.5, 0.1]), t64([[1.5], [0.3]])), {})],
+    "clip.Tensor": [(lambda a, lo: ember.clip(a * a, lo) * a, lambda: (t64([1.3, -0.4, 0.2]), t64([0.25, 0.5, 0.1])), {})],
+    # integer counts: a constant factor to the graph around them
+    "count_nonzero": [(lambda a: ember.count_nonzero(a) * a * a, lambda: (t64([1.3, -0.7, 0.2]),), {})],
+    "count_nonzero.dim_IntList": [(lambda a: ember.count_nonzero(a, [0]) * a * a, lambda: (t64([[1.3, -0.7, 0.2]]),), {})],
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

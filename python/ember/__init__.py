@@ -51,6 +51,10 @@ from ._creation import (  # noqa: E402,F401
     tensor, as_tensor, from_numpy, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
     randint_like, is_tensor, is_floating_point, numel, result_type,
 )
+from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
+from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
+
+globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
@@ -107,4 +111,5 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "manual_seed", "initial_seed", "get_rng_state", "set_rng_state",
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-]
+    "allclose", "equal",
+] + list(_LEGACY_TYPES)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, SupportsIndex, U
 
 import numpy as np
 
-from . import _C, _utils
+from . import _C, _comparison, _legacy, _utils
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
 
@@ -145,6 +145,19 @@ class Tensor(_C.TensorBase):
 
     def cuda(self, device: DeviceLike = None, non_blocking: _bool = False, memory_format: Any = None) -> Tensor:
         return self.to("cuda" if device is None else device, non_blocking=non_blocking)
+
+    def allclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08, equal_nan: _bool = False) -> _bool:
+        return _comparison.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other: Tensor) -> _bool:
+        return _comparison.equal(self, other)
+
+    def type(self, dtype: Any = None, non_blocking: _bool = False) -> Union[str, Tensor]:
+        """The legacy type name ('ember.FloatTensor'), or the tensor converted to `dtype` (a dtype,
+        a legacy type or its name)."""
+        if dtype is None:
+            return _legacy.type_name(self)
+        return _legacy.convert(self, dtype, non_blocking)
 
     def type_as(self, other: Tensor) -> Tensor:
         if not isinstance(other, _C.TensorBase):

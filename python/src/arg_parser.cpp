@@ -5,6 +5,7 @@
 #include <exception>
 #include <new>
 
+#include "ember/forward_ad.h"
 #include "python_exception.h"
 #include "python_support.h"
 
@@ -33,6 +34,16 @@ std::string obj_label(PyObject* o) { return is_tensor(o) ? "Tensor" : Py_TYPE(o)
 
 bool is_int(PyObject* o) { return !is_tensor(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
 
+// While set, a Scalar takes only a 0-d tensor that needs no gradient (PyTorch's rule), so that
+// clamp(x, t) with a 1-d or differentiable t reaches clamp.Tensor; the lenient retry keeps the
+// "only supports 0-dimension value tensor" error of Scalar-only ops (fill_).
+thread_local bool t_strict_scalars = false;
+
+// A 0-d tensor a Scalar may take in the strict pass: no gradient and no forward-mode tangent.
+bool plain_0d(const Tensor& t) {
+  return t.dim() == 0 && !t.requires_grad() && !(forward_ad::maybe_active() && forward_ad::wanted({&t}));
+}
+
 bool check_type(PyObject* o, const ParamSpec& p) {
   if (o == Py_None) return p.optional;
   switch (p.type) {
@@ -58,7 +69,8 @@ bool check_type(PyObject* o, const ParamSpec& p) {
     case ArgType::Float: return is_number(o) && !PyBool_Check(o);
     case ArgType::Bool: return PyBool_Check(o);
     case ArgType::Str: return PyUnicode_Check(o);
-    case ArgType::Scalar: return is_number(o) || is_tensor(o);
+    case ArgType::Scalar:
+      return is_number(o) || (is_tensor(o) && (!t_strict_scalars || plain_0d(tensor_of(o))));
     case ArgType::ScalarType: return PyObject_TypeCheck(o, DTypeType);
     case ArgType::Device: return PyUnicode_Check(o) || PyObject_TypeCheck(o, DeviceType) || (is_int(o) && !PyBool_Check(o));
     case ArgType::Generator: return PyObject_TypeCheck(o, GeneratorType);
@@ -133,6 +145,15 @@ bool try_match(const OverloadSpec& ov, PyObject* const* args, Py_ssize_t nargs, 
 int parse_args(const char* name, const OverloadSpec* overloads, int n, PyObject* const* args, Py_ssize_t nargs,
                PyObject* kwnames, PyObject** out) {
   t_current_op = name;
+  if (n > 1) {
+    t_strict_scalars = true;
+    for (int k = 0; k < n; ++k)
+      if (try_match(overloads[k], args, nargs, kwnames, out, nullptr)) {
+        t_strict_scalars = false;
+        return k;
+      }
+    t_strict_scalars = false;
+  }
   for (int k = 0; k < n; ++k)
     if (try_match(overloads[k], args, nargs, kwnames, out, nullptr)) return k;
   std::string msg;

@@ -539,3 +539,84 @@ def np_upsample(a, output_size, linear, exact=False, align_corners=False, scales
 
 
 HELPERS.update({"np_upsample": np_upsample})
+def np_lerp(a, b, weight):
+    """torch.lerp's two-sided form (exact at weight 0 and 1)."""
+    a, b, w = np.asarray(a), np.asarray(b), np.asarray(weight)
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def np_xlogy(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isnan(b), b, np.where(a == 0, 0, a * np.log(b)))
+
+
+def np_logit(a, eps=None):
+    a = np.asarray(a)
+    if eps is not None:
+        a = np.clip(a, eps, 1 - eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(a / (1 - a))
+
+
+_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def np_lgamma(a):
+    return _lgamma(np.asarray(a, dtype=np.float64))
+
+
+def _compensated_sum(terms):
+    """Neumaier's summation along axis 0: the rounding errors carried separately, so that
+    digamma's cancellation near its root (x = 1.46) leaves the reference within 1e-16."""
+    total = np.zeros(terms.shape[1:])
+    carry = np.zeros(terms.shape[1:])
+    for t in terms:
+        s = total + t
+        carry += np.where(np.abs(total) >= np.abs(t), (total - s) + t, (t - s) + total)
+        total = s
+    return total + carry
+
+
+def _polygamma_sum(a, order):
+    """digamma (order 0) or trigamma (order 1) of positive x: the recurrence up to 30, then the
+    asymptotic series, independent of the library's cut-off at 10."""
+    x = np.asarray(a, dtype=np.float64)
+    steps = np.maximum(np.ceil(30 - x), 0)
+    k = np.arange(int(steps.max(initial=0)) + 1).reshape((-1,) + (1,) * x.ndim)
+    shifted = x + k
+    terms = np.where(k < steps, -1 / shifted if order == 0 else 1 / (shifted * shifted), 0.0)
+    x = x + steps
+    r = 1 / (x * x)
+    if order == 0:
+        tail = [np.log(x), -0.5 / x, -r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r / 132))))]
+    else:
+        tail = [1 / x, 0.5 * r, r / x * (1 / 6 - r * (1 / 30 - r * (1 / 42 - r * (1 / 30 - r * 5 / 66))))]
+    return _compensated_sum(np.concatenate([terms, np.stack(tail)]))
+
+
+def np_digamma(a):
+    return _polygamma_sum(a, 0)
+
+
+def np_trigamma(a):
+    return _polygamma_sum(a, 1)
+
+
+HELPERS.update({"np_lerp": np_lerp, "np_xlogy": np_xlogy, "np_logit": np_logit, "np_lgamma": np_lgamma,
+                "np_digamma": np_digamma, "np_trigamma": np_trigamma})
+
+
+def np_logsumexp(a, dim, keepdim=False):
+    """torch.logsumexp: shifted by the finite maximum; empty reductions give -inf."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return np.log(np.sum(np.exp(a), axis=dim, keepdims=keepdim))
+    with np.errstate(all="ignore"):
+        m = np.amax(a, axis=dim, keepdims=True)
+        m = np.where(np.isinf(m), 0, m)
+        r = np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True)) + m
+    return r if keepdim else np.squeeze(r, axis=dim)
+
+
+HELPERS["np_logsumexp"] = np_logsumexp

@@ -150,8 +150,13 @@ def build(inp):
 
 
 def as_torch(inp):
-    t = torch.from_numpy(np.ascontiguousarray(inp.values))
-    return t.to(torch.bfloat16) if inp.dtype == "bfloat16" else t
+    values = np.ascontiguousarray(inp.values)
+    if inp.dtype != "bfloat16":
+        return torch.from_numpy(values)
+    # The exact bits (values are bfloat16 already): torch's tensor cast turns NaN into 0xFFFF,
+    # a negative NaN, where ember (and c10's scalar cast) keep 0x7FC0, which copysign would show.
+    high = (values.view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
+    return torch.from_numpy(high).view(torch.bfloat16)
 
 
 def ref_array(inp, compute):

@@ -87,6 +87,64 @@ template <typename T> EMBER_HD inline T erfinv(T y) {
 #endif
 }
 
+// Binary float functions of the math ops (issue 11); integers only reach fmod.
+#define EMBER_BINARY_FLOAT(name, fn)                                                  \
+  EMBER_HD inline float name(float a, float b) { return ::fn##f(a, b); }               \
+  EMBER_HD inline double name(double a, double b) { return ::fn(a, b); }
+EMBER_BINARY_FLOAT(atan2, atan2)
+EMBER_BINARY_FLOAT(hypot, hypot)
+EMBER_BINARY_FLOAT(copysign, copysign)
+#undef EMBER_BINARY_FLOAT
+// C's fmod: the remainder has the sign of `a` (truncated division).
+template <typename T> EMBER_HD inline T fmod(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) return ::fmodf(a, b);
+  else if constexpr (std::is_same_v<T, double>) return ::fmod(a, b);
+  else if constexpr (std::is_same_v<T, bool>) return false;
+  else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) if (b == -1) return 0;
+    return (T)(a % b);
+  }
+}
+EMBER_HD inline float lgamma(float x) { return ::lgammaf(x); }
+EMBER_HD inline double lgamma(double x) { return ::lgamma(x); }
+// The digamma function psi = d/dx log(gamma(x)): reflection below 0 (on the fractional part,
+// where tan is accurate), the recurrence psi(x) = psi(x + 1) - 1/x up to 10, then the
+// asymptotic series, whose first omitted term is below 1e-15 relative there.
+template <typename T> EMBER_HD inline T digamma(T x) {
+  double v = double(x), acc = 0.0;
+  if (v == 0.0) return std::copysign(std::numeric_limits<T>::infinity(), -double(x));  // PyTorch: -inf at +0
+  if (v < 0.0) {
+    double whole;
+    const double frac = std::modf(v, &whole);
+    if (frac == 0.0) return std::numeric_limits<T>::quiet_NaN();
+    const double pi = 3.14159265358979323846;
+    acc = -pi / std::tan(pi * frac);  // psi(1 - x) - psi(x) = pi cot(pi x)
+    v = 1.0 - v;
+  }
+  while (v < 10.0) { acc -= 1.0 / v; v += 1.0; }
+  const double r = 1.0 / (v * v);
+  const double series = r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760))))));
+  return T(acc + (std::log(v) - 0.5 / v - series));
+}
+// The trigamma function psi' (digamma's derivative), by the same scheme.
+template <typename T> EMBER_HD inline T trigamma(T x) {
+  double v = double(x), acc = 0.0, sign = 1.0;
+  if (v <= 0.0 && v == std::floor(v)) return std::numeric_limits<T>::infinity();
+  if (v < 0.5) {
+    double whole;
+    const double pi = 3.14159265358979323846, s = std::sin(pi * std::modf(v, &whole));
+    acc = pi * pi / (s * s);  // psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x)
+    sign = -1.0;
+    v = 1.0 - v;
+  }
+  double t = 0.0;
+  while (v < 10.0) { t += 1.0 / (v * v); v += 1.0; }
+  const double r = 1.0 / (v * v);
+  t += 1.0 / v + 0.5 * r + (1.0 / v) * r * (1.0 / 6 - r * (1.0 / 30 - r * (1.0 / 42 - r * (1.0 / 30 - r * (5.0 / 66 - r * (691.0 / 2730))))));
+  return T(acc + sign * t);
+}
+
 // Rounding is the identity on integers.
 template <typename T> EMBER_HD inline T floor(T x) { if constexpr (is_float_v<T>) return std::floor(x); else return x; }
 template <typename T> EMBER_HD inline T ceil(T x) { if constexpr (is_float_v<T>) return std::ceil(x); else return x; }
