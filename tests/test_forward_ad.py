@@ -74,7 +74,7 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
               "hstack", "vstack", "dstack",  # scans (issue 11): JVPs checked in tests/test_scans.py
-              # index2 (issue 11): index, mask and list arguments; JVPs checked in tests/test_index2.py
+              # index2 (issue 11): index, mask and list arguments; JVPs checked in tests/test_index2*.py
               "scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_reduce_backward", "_scatter_reduce_jvp",
               "index_add", "index_copy", "index_fill.int_Tensor", "index_fill.int_Scalar", "masked_scatter",
               "masked_select", "take", "take_along_dim", "put", "where.cond", "argwhere", "cummax", "cummin",
