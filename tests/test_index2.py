@@ -525,3 +525,40 @@ def test_cuda_slots_raise_naming_op_and_device():
                        ("logcumsumexp", lambda: a.logcumsumexp(0))):
         with pytest.raises(NotImplementedError, match=f"{name}: .*not implemented on cuda"):
             call()
+
+
+def test_inplace_forms_on_non_leaf_and_views():
+    """The in-place forms on a non-leaf self and on a view of a non-leaf base: gradcheck and gradgradcheck."""
+    a, s, v = f64(3, 4), f64(2, 4, seed=1), f64(seed=2)
+    distinct = ember.tensor([[2, 0, 1, 1], [0, 1, 2, 0]])
+    rows = ember.tensor([2, 0])
+    mask = ember.tensor([True, False, False, True])
+    forms = {
+        "scatter_ src": (lambda x, y: (x * x).scatter_(0, distinct, y * y) * x, (a, s)),
+        "scatter_ value": (lambda x: (x * x).scatter_(0, distinct, 1.5) * x, (a,)),
+        "scatter_reduce_": (lambda x, y: (x * x).scatter_reduce_(0, distinct, y * y, "prod", include_self=False), (a, s)),
+        "index_add_": (lambda x, y: (x * x).index_add_(0, rows, y * y, alpha=2) * x, (a, s)),
+        "index_copy_": (lambda x, y: (x * x).index_copy_(0, rows, y * y) * x, (a, s)),
+        "index_fill_ Scalar": (lambda x: (x * x).index_fill_(1, rows, -1.0) * x, (a,)),
+        "index_fill_ Tensor": (lambda x, w: (x * x).index_fill_(1, rows, w * w) * x, (a, v)),
+        "masked_scatter_": (lambda x, y: (x * x).masked_scatter_(mask, y * y) * x, (a, s)),
+        "put_": (lambda x, y: (x * x).put_(ember.tensor([0, 5, 5, -1]), (y * y)[0], accumulate=True) * x, (a, s)),
+    }
+
+    along_rows = ember.tensor([[2, 0, 1, 3], [3, 1, 0, 2]])  # distinct targets along dim 1
+
+    def on_view(x, y, w):
+        base = x * x
+        base[1:].scatter_(1, along_rows, y[:, :4])
+        base[0].index_fill_(0, rows, w)
+        base[:, 1].masked_scatter_(mask[:3], y[0])
+        base[1:].scatter_reduce_(1, along_rows, y, "amax")
+        base.t()[1:].index_add_(0, rows, x.t()[1:3])
+        base[:2].index_copy_(1, rows, y[:, :2])
+        base[2].put_(ember.tensor([3]), y[0, :1])
+        return base * x
+
+    forms["views"] = (on_view, (a, s, v))
+    for name, (fn, inputs) in forms.items():
+        assert gradcheck(fn, inputs), name
+        assert gradgradcheck(fn, inputs), name
