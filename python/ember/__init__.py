@@ -46,7 +46,7 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type,
 )
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from .functional import (  # noqa: E402,F401  (varargs and as_tuple forms over the generated ops)
+from .functional import (  # type: ignore[no-redef]  # noqa: E402,F401  (varargs and as_tuple forms replace the ops)
     atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, meshgrid, nonzero,
 )
 from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
