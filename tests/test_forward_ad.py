@@ -89,6 +89,14 @@ OWN_CHECKS |= {"max_pool2d_with_indices", "max_pool1d_with_indices", "adaptive_m
                "_max_pool_gather", "_max_pool_backward", "_avg_pool2d_backward", "_upsample_backward"}  # pool: tests/test_pool.py
 OWN_CHECKS |= {"lerp.Tensor", "addcmul", "addcdiv", "fmod", "isclose", "clamp.Tensor", "clip.Tensor", "count_nonzero",
                "count_nonzero.dim_IntList"}  # math (issue 11): JVPs checked in tests/test_math.py
+OWN_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_reduce_backward",
+               "_scatter_reduce_jvp", "index_add", "index_copy", "index_fill.int_Tensor",
+               "index_fill.int_Scalar", "masked_scatter", "masked_select", "take", "take_along_dim",
+               "put", "where.cond", "argwhere", "cummax", "cummin", "_logcumsumexp_backward",
+               "_logcumsumexp_jvp", "repeat_interleave.self_Tensor", "repeat_interleave.Tensor",
+               "tensor_split.tensor_indices_or_sections", "broadcast_tensors", "meshgrid",
+               "meshgrid.indexing", "atleast_1d.Sequence", "atleast_2d.Sequence",
+               "atleast_3d.Sequence"}  # index2 (issue 11): tests/test_index2*.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

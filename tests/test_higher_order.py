@@ -79,6 +79,50 @@ def _distinct64(*shape):
 
 # Differentiable ops the harness does not gradgradcheck: op -> [(function, inputs, gradcheck options)].
 # Points sit away from the kinks of the rounding ops, where their derivatives exist.
+# index2 (issue 11): index, mask and list arguments are no harness samples.
+_I2 = ember.tensor([[1, 0, 1], [0, 0, 2]])
+_A2 = lambda: (t64([[1.0, -2.0, 0.5], [0.5, 3.0, -1.5], [2.0, 1.25, -0.75]]), t64([[1.5, -0.5, 2.0], [0.25, 1.75, -1.0]]))
+INDEX2_CASES = {
+    # scatter and put without accumulation: distinct targets (with duplicates one write wins, as in PyTorch)
+    "scatter.src": [(lambda a, s: ember.scatter(a * a, 0, ember.tensor([[1, 0, 1], [0, 2, 2]]), s * s), _A2, {})],
+    "scatter.value": [(lambda a: ember.scatter(a * a, 1, _I2, 2.5) * a, lambda: _A2()[:1], {})],
+    "scatter_reduce.two": [(lambda a, s, r=r, inc=inc: ember.scatter_reduce(a * a, 0, _I2, s * s, r, include_self=inc) * a[:1, :1], _A2, {})
+                           for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)],
+    "_scatter_reduce_backward": [(lambda g, a, s: ember._scatter_reduce_backward(g * g, a, 0, _I2, s, "prod", True,
+                                                                                 ember.scatter_reduce(a, 0, _I2, s, "prod"), True),
+                                  lambda: (t64([[1.0, 2.0, 0.5], [0.5, 3.0, -1.5], [2.0, 1.25, -0.75]]), *_A2()), {})],
+    "_scatter_reduce_jvp": [(lambda t, u, a, s: ember._scatter_reduce_jvp(t * a, u, a, 0, _I2, s, "mean", True,
+                                                                          ember.scatter_reduce(a, 0, _I2, s, "mean")),
+                             lambda: (*_A2()[:1], *_A2()[1:], *_A2()), {})],
+    "index_add": [(lambda a, s: ember.index_add(a * a, 0, ember.tensor([2, 0]), s * s, alpha=-2), _A2, {})],
+    "index_copy": [(lambda a, s: ember.index_copy(a * a, 0, ember.tensor([2, 0]), s * s), _A2, {})],
+    "index_fill.int_Tensor": [(lambda a, v: ember.index_fill(a * a, 1, ember.tensor([2, -3]), v * v) * a,
+                               lambda: (_A2()[0], t64(1.5)), {})],
+    "index_fill.int_Scalar": [(lambda a: ember.index_fill(a * a, 1, ember.tensor([1]), 0.5) * a, lambda: _A2()[:1], {})],
+    "masked_scatter": [(lambda a, s: ember.masked_scatter(a * a, a > 0.6, s * s), _A2, {})],
+    "masked_select": [(lambda a: ember.masked_select(a * a, ember.tensor([True, False, True])), lambda: _A2()[:1], {})],
+    "take": [(lambda a: ember.take(a * a, ember.tensor([[8, -1], [0, 4]])), lambda: _A2()[:1], {})],
+    "take_along_dim": [(lambda a: ember.take_along_dim(a * a, ember.tensor([[2], [0], [1]]), 1), lambda: _A2()[:1], {}),
+                       (lambda a: ember.take_along_dim(a * a, ember.tensor([3, 3, 7])), lambda: _A2()[:1], {})],
+    "put": [(lambda a, s, i=i, acc=acc: ember.put(a * a, ember.tensor(i), (s * s).reshape(-1), accumulate=acc), _A2, {})
+            for i, acc in (([0, 4, 4, -1, 2, 1], True), ([0, 4, 5, -1, 2, 1], False))],
+    "argwhere": [(lambda a: (a * a)[ember.argwhere(a > 0.6)[:, 0]], lambda: _A2()[:1], {})],
+    "where.cond": [(lambda a: a[ember.where(a > 0.6)] ** 2, lambda: _A2()[:1], {})],
+    "cummax": [(lambda a: ember.cummax(a * a, 1).values * a, lambda: _A2()[:1], {})],
+    "cummin": [(lambda a: ember.cummin(a * a, 0).values * a, lambda: _A2()[:1], {})],
+    "_logcumsumexp_backward": [(lambda g, a: ember._logcumsumexp_backward(g * a, a, ember.logcumsumexp(a, 1), 1),
+                                lambda: (_A2()[1], _A2()[1]), {})],
+    "_logcumsumexp_jvp": [(lambda t, a: ember._logcumsumexp_jvp(t * a, a, 0), lambda: (_A2()[0], _A2()[0]), {})],
+    "repeat_interleave.self_Tensor": [(lambda a: ember.repeat_interleave(a * a, ember.tensor([2, 0, 1]), 1), lambda: _A2()[:1], {})],
+    "repeat_interleave.Tensor": [(lambda a: ember.index_select(a * a, 0, ember.repeat_interleave(ember.tensor([1, 2, 0]))), lambda: _A2()[:1], {})],
+    "tensor_split.tensor_indices_or_sections": [(lambda a: ember.tensor_split(a * a, ember.tensor([1]), 1), lambda: _A2()[:1], {})],
+    "broadcast_tensors": [(lambda a, s: ember.broadcast_tensors(a * a, s[:1] * s[:1]), _A2, {})],
+    "meshgrid": [(lambda a, s: ember.meshgrid([a[0] * a[0], s[1]]), _A2, {})],
+    "meshgrid.indexing": [(lambda a, s: ember.meshgrid(a[0] * a[0], s[1], indexing="xy"), _A2, {})],
+    **{f"atleast_{n}d.Sequence": [(lambda a, s, n=n: getattr(ember, f"atleast_{n}d")(a[0, 0] * a[0, 0], s * s), _A2, {})]
+       for n in (1, 2, 3)},
+}
+
 NOT_IN_HARNESS = {
     "index": [(lambda a: a[ember.tensor([2, 0, 2])] ** 2, lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]),), {}),
               (lambda a: a[ember.tensor([0, 1]), ember.tensor([1, 1])] * a[0, 0],
@@ -166,6 +210,7 @@ NOT_IN_HARNESS = {
     # integer counts: a constant factor to the graph around them
     "count_nonzero": [(lambda a: ember.count_nonzero(a) * a * a, lambda: (t64([1.3, -0.7, 0.2]),), {})],
     "count_nonzero.dim_IntList": [(lambda a: ember.count_nonzero(a, [0]) * a * a, lambda: (t64([[1.3, -0.7, 0.2]]),), {})],
+    **INDEX2_CASES,
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -35,8 +35,8 @@ def np_scatter_add(a, dim, idx, src):
     return out.astype(a.dtype)
 
 
-def sample(shape, dtype, rng):
-    values = rng.integers(-4, 5, size=shape)
+def sample(shape, dtype, rng, low=-4, high=5):
+    values = rng.integers(low, high, size=shape)
     if dtype == "bool":
         return ember.tensor(values > 0)
     if dtype == "uint8":

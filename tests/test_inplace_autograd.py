@@ -48,6 +48,8 @@ OWN_INPLACE_CHECKS = {"scatter_add", "masked_fill.Scalar", "masked_fill.Tensor"}
 OWN_INPLACE_CHECKS |= BLAS_INPLACE_CHECKS  # blas (issue 11): addmm_ and co. in tests/test_blas.py
 OWN_INPLACE_CHECKS |= {"lerp.Tensor", "addcmul", "addcdiv",  # math (issue 11), three tensors: tests/test_math.py
                        "clamp.Tensor", "clip.Tensor"}
+OWN_INPLACE_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "index_add", "index_copy",  # index2 (issue 11)
+                       "index_fill.int_Scalar", "index_fill.int_Tensor", "masked_scatter", "put"}  # tests/test_index2.py
 
 
 def test_every_differentiable_inplace_op_is_covered():

@@ -44,6 +44,21 @@ std::optional<int64_t> first_outside(const Tensor& index, int64_t lo, int64_t hi
   return std::nullopt;
 }
 
+// The distinct positions `index` names in a dim of `size` (negatives wrapped), ascending: each
+// filled once, so the gradient of index_fill's value counts each position once, as PyTorch's.
+Tensor distinct_positions(const Tensor& index, int64_t size) {
+  const Tensor host = copy_to(index, Device(), ScalarType::Int64);
+  std::vector<bool> seen((size_t)size, false);
+  const int64_t* p = host.data<int64_t>();
+  for (int64_t k = 0; k < host.numel(); ++k) seen[(size_t)(p[k] < 0 ? p[k] + size : p[k])] = true;
+  std::vector<int64_t> positions;
+  for (int64_t k = 0; k < size; ++k)
+    if (seen[(size_t)k]) positions.push_back(k);
+  Tensor out = empty_tensor({(int64_t)positions.size()}, ScalarType::Int64);
+  std::copy(positions.begin(), positions.end(), out.data<int64_t>());
+  return index.device().is_cpu() ? out : copy_to(out, index.device(), ScalarType::Int64);
+}
+
 // A copy of `t` that index_put_ may write (contiguous, never sharing memory with `t`).
 Tensor writable_copy(const Tensor& t) { return t.is_contiguous() ? ember::clone(t) : ember::contiguous(t); }
 
@@ -113,7 +128,7 @@ Tensor index_fill_int_Tensor(const Tensor& self, int64_t dim, const Tensor& inde
   const int64_t size = at_least_1d(self).size(d);
   if (auto bad = first_outside(index, -size, size))
     EMBER_FAIL(Index, "index ", *bad, " is out of bounds for dimension ", d, " with size ", size);
-  return put_along(self, d, index, ember::to_dtype(value, self.dtype()), false);
+  return put_along(self, d, distinct_positions(index, size), ember::to_dtype(value, self.dtype()), false);
 }
 
 Tensor index_fill_int_Scalar(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {

@@ -5,20 +5,15 @@
 #include "ember/ops/_logcumsumexp_backward.h"
 #include "ember/ops/_logcumsumexp_jvp.h"
 #include "ember/ops/add.h"
-#include "ember/ops/amax.h"
-#include "ember/ops/cumsum.h"
 #include "ember/ops/exp.h"
 #include "ember/ops/flip.h"
 #include "ember/ops/gt.h"
-#include "ember/ops/isinf.h"
 #include "ember/ops/log.h"
 #include "ember/ops/logcumsumexp.h"
 #include "ember/ops/lt.h"
-#include "ember/ops/masked_fill.h"
 #include "ember/ops/mul.h"
 #include "ember/ops/neg.h"
 #include "ember/ops/sub.h"
-#include "ember/ops/true_divide.h"
 #include "ember/ops/where.h"
 #include "ember/tensor.h"
 
@@ -38,28 +33,37 @@ Tensor reverse_logcumsumexp(const Tensor& t, int64_t dim) {
   return ember::flip(ember::logcumsumexp(ember::flip(t, IntList{dim}), dim), IntList{dim});
 }
 
-}  // namespace
 
-// d result_j / d self_i = exp(self_i - result_j) for j >= i; the sum over j of grad_j times that
-// is taken in log space, for the positive and the negative part of grad apart.
-Tensor _logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
-  if (self.dim() == 0) return grad;
+// sum over k <= j (k >= j when `reverse`) of v_k * exp(l_k + s_j), taken in log space for the
+// positive and the negative entries of v apart, so that nothing overflows; zeros of v are the
+// lowest finite value in log space (log's input is 1 there, so no NaN in double backward).
+Tensor signed_log_scan(const Tensor& v, const Tensor& l, const Tensor& s, int64_t dim, bool reverse) {
   const Tensor zero = wrap_number(Scalar(0)), one = wrap_number(Scalar(1));
-  const Tensor floor = scalar_tensor(Scalar(lowest_finite(grad.dtype())), grad.dtype(), grad.device());
-  const Tensor pos_mask = ember::gt(grad, zero), neg_mask = ember::lt(grad, zero);
-  const Tensor log_pos = ember::where(pos_mask, ember::log(ember::where(pos_mask, grad, one)), floor);
-  const Tensor log_neg = ember::where(neg_mask, ember::log(ember::where(neg_mask, ember::neg(grad), one)), floor);
-  const Tensor out_pos = ember::exp(ember::add(reverse_logcumsumexp(ember::sub(log_pos, result), dim), self));
-  const Tensor out_neg = ember::exp(ember::add(reverse_logcumsumexp(ember::sub(log_neg, result), dim), self));
-  return ember::sub(out_pos, out_neg);
+  const Tensor floor = scalar_tensor(Scalar(lowest_finite(v.dtype())), v.dtype(), v.device());
+  auto part = [&](const Tensor& mask, const Tensor& magnitude) {
+    const Tensor logs = ember::add(ember::where(mask, ember::log(ember::where(mask, magnitude, one)), floor), l);
+    const Tensor scanned = reverse ? reverse_logcumsumexp(logs, dim) : ember::logcumsumexp(logs, dim);
+    return ember::exp(ember::add(scanned, s));
+  };
+  return ember::sub(part(ember::gt(v, zero), v), part(ember::lt(v, zero), ember::neg(v)));
 }
 
+}  // namespace
+
+// d result_j / d self_i = exp(self_i - result_j) for j >= i, so
+// grad_self_i = sum_{j >= i} grad_j exp(-result_j) * exp(self_i) (PyTorch's log-space form).
+Tensor _logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
+  if (self.dim() == 0) return grad;
+  return signed_log_scan(grad, ember::neg(result), self, dim, /*reverse=*/true);
+}
+
+// tangent_out_j = sum_{i <= j} t_i exp(self_i - result_j) = sum_{i <= j} a_i exp(result_i - result_j) with
+// a_i = t_i exp(self_i - result_i) (at most |t_i|): stable where a max-shifted cumsum underflows to 0/0.
 Tensor _logcumsumexp_jvp(const Tensor& tangent, const Tensor& self, int64_t dim) {
   if (self.dim() == 0) return tangent;
-  const Tensor top = ember::amax(self, IntList{dim}, true);
-  const Tensor shift = ember::masked_fill_Scalar(top, ember::isinf(top), Scalar(0));  // an all -inf line
-  const Tensor e = ember::exp(ember::sub(self, shift));
-  return ember::true_divide(ember::cumsum(ember::mul(e, tangent), dim), ember::cumsum(e, dim));
+  const Tensor result = ember::logcumsumexp(self, dim);
+  const Tensor weighted = ember::mul(tangent, ember::exp(ember::sub(self, result)));
+  return signed_log_scan(weighted, result, ember::neg(result), dim, /*reverse=*/false);
 }
 
 }  // namespace ember::native

@@ -42,7 +42,7 @@ void for_each_line(const Lines& l, F&& f) {
   });
 }
 
-// The running extreme and the index where it was last reached; NaN wins and stays.
+// The running extreme and the index where it was last reached; a NaN wins, each later NaN too.
 template <bool Max>
 std::tuple<Tensor, Tensor> cum_extreme(const Tensor& self, int64_t dim, const char* op) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
@@ -62,7 +62,7 @@ std::tuple<Tensor, Tensor> cum_extreme(const Tensor& self, int64_t dim, const ch
       for (int64_t k = 0; k < l.n; ++k) {
         const int64_t o = start + k * l.inner;
         const C v = static_cast<C>(xp[o]);
-        if (!math::isnan(best) && (math::isnan(v) || (Max ? v >= best : v <= best))) {
+        if (math::isnan(v) || (!math::isnan(best) && (Max ? v >= best : v <= best))) {  // PyTorch's rule
           best = v;
           at = k;
         }
