@@ -69,6 +69,8 @@ PyObject* wrap(const TensorList& ts);
 PyObject* wrap_same(Tensor t, PyObject* receiver);
 PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type = nullptr);  // linalg.svd
+inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
 
 // A generated op function: its method def (named by the op, as errors name it), the
 // ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.
@@ -188,6 +190,8 @@ decltype(auto) run_op(int64_t work, F&& op) {
 
 // Maps a C++ exception to the matching Python exception.
 void set_python_error(const std::exception& e);
+// _C._LinAlgError (a RuntimeError subclass, as torch._C._LinAlgError), raised for ErrorKind::LinAlg.
+extern PyObject* linalg_error_type;
 
 }  // namespace ember::python
 

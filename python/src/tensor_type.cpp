@@ -80,6 +80,16 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
   return out;
 }
 
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
+  PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(3);
+  PyObject* items[3] = {wrap(std::get<0>(ts)), wrap(std::get<1>(ts)), wrap(std::get<2>(ts))};
+  for (Py_ssize_t i = 0; i < 3; ++i) {
+    if (type) PyStructSequence_SetItem(out, i, items[i]);
+    else PyTuple_SET_ITEM(out, i, items[i]);
+  }
+  return out;
+}
+
 static PyObject* size_tuple(const DimVector& s) {
   PyObject* tup = PyTuple_New((Py_ssize_t)s.size());
   for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(s[i]));
