@@ -29,6 +29,8 @@ LINEAR_IN = {
     "slice": _ALONE, "narrow": _ALONE, "gather": _ALONE, "scatter_add": [("self", "src")],
     "cumsum": _ALONE, "flip": _ALONE, "diagonal": _ALONE, "_diagonal_backward": [("grad",)],
     "cumprod": _ALONE, "_cumprod_backward": [("grad",)], "_cumprod_jvp": [("tangent",)],  # scans (issue 11)
+    "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
+    "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

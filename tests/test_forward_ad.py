@@ -16,6 +16,7 @@ from harness.collect import collect, rng_for
 from harness.forward_ad import EPS, jvp_check
 from harness.spec import differentiable, load_spec
 from test_codegen_errors import GOOD_OP
+from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
 
 try:
     import torch
@@ -74,6 +75,7 @@ OWN_CHECKS = {"index", "index_put_", "copy_", "fill_", "zero_", "to.dtype", "to.
               "masked_fill.Tensor",  # index ops: JVPs in tests/test_index_ops.py
               "_diagonal_backward", "diff", "_cumprod_backward", "_cumprod_jvp",
               "hstack", "vstack", "dstack"}  # scans (issue 11): JVPs checked in tests/test_scans.py
+OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/test_lapack.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -10,6 +10,7 @@ from ember.autograd import grad, gradcheck, gradgradcheck
 from harness.collect import collect
 from harness.lint import lint
 from harness.spec import differentiable, load_spec
+from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
 
 try:
     import torch
@@ -86,6 +87,7 @@ NOT_IN_HARNESS = {
        for name in ("hstack", "vstack", "dstack")},
     "diff": [(lambda a, p: ember.diff(a * a, 2, 0, prepend=p), lambda: (t64([[1.0, -2.0], [0.5, 3.0], [1.5, 2.0]]), t64([[0.3, 0.7]])), {}),
              (lambda a: ember.diff(a * a, dim=-1), lambda: (t64([1.0, -2.0, 0.5, 4.0]),), {})],
+    **LAPACK_CASES,  # lapack (issue 11): square and structured matrices, cases in tests/test_lapack.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 
