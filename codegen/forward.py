@@ -37,6 +37,8 @@ LINEAR_IN = {
     "_max_pool_backward": [("grad_output",)], "_max_pool_gather": _ALONE,  # pool (issue 11)
     "avg_pool2d": _ALONE, "_avg_pool2d_backward": [("grad_output",)], "_upsample": _ALONE,
     "_upsample_backward": [("grad_output",)],
+    "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
+    "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -14,6 +14,7 @@ from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
 from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
+from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
 
 try:
     import torch
@@ -211,6 +212,7 @@ NOT_IN_HARNESS = {
     "count_nonzero": [(lambda a: ember.count_nonzero(a) * a * a, lambda: (t64([1.3, -0.7, 0.2]),), {})],
     "count_nonzero.dim_IntList": [(lambda a: ember.count_nonzero(a, [0]) * a * a, lambda: (t64([[1.3, -0.7, 0.2]]),), {})],
     **INDEX2_CASES,
+    **LAPACK_CASES,  # lapack (issue 11): square and structured matrices, cases in tests/test_lapack.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

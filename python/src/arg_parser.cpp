@@ -298,6 +298,8 @@ Generator* arg_generator(PyObject* o) {
   return reinterpret_cast<PyGenerator*>(o)->gen;
 }
 
+PyObject* linalg_error_type = nullptr;
+
 void set_python_error(const std::exception& e) {
   if (auto* py = dynamic_cast<const PythonException*>(&e)) {
     py->restore();
@@ -310,6 +312,7 @@ void set_python_error(const std::exception& e) {
       case ErrorKind::Index: type = PyExc_IndexError; break;
       case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
       case ErrorKind::ZeroDivision: type = PyExc_ZeroDivisionError; break;
+      case ErrorKind::LinAlg: type = linalg_error_type ? linalg_error_type : PyExc_RuntimeError; break;
     }
     PyErr_SetString(type, err->what());
   } else if (dynamic_cast<const std::bad_alloc*>(&e)) {

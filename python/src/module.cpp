@@ -122,6 +122,9 @@ PYBIND11_MODULE(_C, m) {
       python::set_python_error(e);
     }
   });
+  python::linalg_error_type = PyErr_NewException("ember._C._LinAlgError", PyExc_RuntimeError, nullptr);
+  if (!python::linalg_error_type) throw py::error_already_set();
+  m.add_object("_LinAlgError", py::reinterpret_borrow<py::object>(python::linalg_error_type));
   register_cpu_kernels();
   cuda::init();
   python::create_object_types(m.ptr());

@@ -190,6 +190,8 @@ decltype(auto) run_op(int64_t work, F&& op) {
 
 // Maps a C++ exception to the matching Python exception.
 void set_python_error(const std::exception& e);
+// _C._LinAlgError (a RuntimeError subclass, as torch._C._LinAlgError), raised for ErrorKind::LinAlg.
+extern PyObject* linalg_error_type;
 
 }  // namespace ember::python
 

@@ -83,7 +83,7 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
 PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
   PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(3);
   PyObject* items[3] = {wrap(std::get<0>(ts)), wrap(std::get<1>(ts)), wrap(std::get<2>(ts))};
-  for (int i = 0; i < 3; ++i) {
+  for (Py_ssize_t i = 0; i < 3; ++i) {
     if (type) PyStructSequence_SetItem(out, i, items[i]);
     else PyTuple_SET_ITEM(out, i, items[i]);
   }

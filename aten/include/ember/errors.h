@@ -8,7 +8,9 @@
 
 namespace ember {
 
-enum class ErrorKind { Runtime, Type, Value, Index, NotImplemented, ZeroDivision };
+// LinAlg: a failed factorization (a singular or not positive-definite matrix), PyTorch's
+// torch.linalg.LinAlgError, a RuntimeError.
+enum class ErrorKind { Runtime, Type, Value, Index, NotImplemented, ZeroDivision, LinAlg };
 
 struct Error : std::runtime_error {
   ErrorKind kind;

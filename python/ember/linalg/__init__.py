@@ -1,6 +1,7 @@
 """ember.linalg: linear algebra, as torch.linalg. Its functions are the ops of
 ops.yaml with `python_module: linalg`, named without the `linalg_` prefix."""
 from .._C import _linalg
+from .._C import _LinAlgError as LinAlgError  # noqa: F401 (a RuntimeError, as torch.linalg.LinAlgError)
 from .._C._linalg import *  # noqa: F401,F403
 
 __all__ = [name for name in _linalg.__all__ if not name.startswith("_")]
