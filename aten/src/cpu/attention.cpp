@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ember/blas.h"
 #include "ember/dispatch.h"
 #include "ember/ops/_sdpa_flash.h"
 #include "ember/ops/contiguous.h"
@@ -159,6 +160,7 @@ std::tuple<Tensor, Tensor> sdpa_flash_cpu(const Tensor& query, const Tensor& key
     view.col_stride = mask.stride(-1);
   }
   if (out.numel() == 0) return {out, lse};
+  keep_blas_single_threaded();
   if (query.dtype() == ScalarType::Float32) {
     flash_forward<float>(q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(), lse.data<float>(),
                          batch, L, S, E, Ev, is_causal, (float)scale, view);

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/blas.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/ops/_conv_backward_input.h"
@@ -70,12 +71,6 @@ void check_params(const IntList& stride, const IntList& padding, const IntList& 
     EMBER_CHECK(dilation[i] > 0, Runtime, op, ": non-positive dilation is not supported");
   }
   EMBER_CHECK(groups > 0, Runtime, op, ": non-positive groups is not supported");
-}
-
-// As linalg.cpp: OpenBLAS's own threads would fight ember's (a ctypes caller or the first
-// load may have set more than one); the GEMMs here run one per ember thread.
-void keep_blas_single_threaded() {
-  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
 }
 
 template <typename T>

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/blas.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/lapack_checks.h"
@@ -108,10 +109,6 @@ namespace {
 
 // Batches whose total work (about n^3 per matrix) is below this stay on one thread.
 constexpr int64_t kSerialLapackWork = 1 << 15;
-
-void keep_blas_single_threaded() {
-  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
-}
 
 void check_lapack_int(int64_t v, const char* op) {
   EMBER_CHECK(v <= INT_MAX, Runtime, op, ": dimension ", v, " is too large for LAPACK (32-bit integers)");

@@ -62,12 +62,6 @@ void check_blas_int(int64_t v, const char* op) {
   EMBER_CHECK(v <= INT_MAX, Runtime, op, ": dimension ", v, " is too large for BLAS (32-bit integers)");
 }
 
-// OpenBLAS's own pool would compete with ember's threads; whoever else set
-// its thread count (a ctypes caller of the same library), ember resets it.
-void keep_blas_single_threaded() {
-  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
-}
-
 CBLAS_TRANSPOSE tr(const BlasLayout& m) { return m.trans ? CblasTrans : CblasNoTrans; }
 
 // C = alpha * A @ B + beta * C (beta 0: C is only written).
@@ -205,6 +199,10 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const char* op) {
 }
 
 }  // namespace
+
+void keep_blas_single_threaded() {
+  if (scipy_openblas_get_num_threads() != 1) scipy_openblas_set_num_threads(1);
+}
 }  // namespace cpu
 
 void check_integer_product_device(const Tensor& self, const char* op) {
