@@ -99,6 +99,7 @@ OWN_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_r
                "meshgrid.indexing", "atleast_1d.Sequence", "atleast_2d.Sequence",
                "atleast_3d.Sequence"}  # index2 (issue 11): tests/test_index2*.py
 OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/test_lapack.py
+OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests/test_sort.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -15,6 +15,7 @@ from test_random import RANDOM_OP_CASES
 from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
+from test_sort import INDEX_RESULT_CASES as SORT_INDEX_CASES
 
 try:
     import torch
@@ -212,6 +213,7 @@ NOT_IN_HARNESS = {
     "count_nonzero": [(lambda a: ember.count_nonzero(a) * a * a, lambda: (t64([1.3, -0.7, 0.2]),), {})],
     "count_nonzero.dim_IntList": [(lambda a: ember.count_nonzero(a, [0]) * a * a, lambda: (t64([[1.3, -0.7, 0.2]]),), {})],
     **INDEX2_CASES,
+    **SORT_INDEX_CASES,  # sort (issue 11): argsort and bucketize give indices
     **LAPACK_CASES,  # lapack (issue 11): square and structured matrices, cases in tests/test_lapack.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]

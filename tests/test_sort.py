@@ -453,3 +453,27 @@ CUDA_CALLS = {"sort": lambda x: ember.sort(x), "topk": lambda x: ember.topk(x, 1
 def test_cuda_slot_names_the_op_and_device(name):
     with pytest.raises(NotImplementedError, match=f"{name}: .*not implemented on cuda"):
         CUDA_CALLS[name](ember.ones(3).cuda())
+
+
+# argsort and bucketize give indices: inside a differentiable expression they are constants
+# (tests/test_higher_order.py gradgradchecks these, test_index_results_jvp checks their JVPs).
+_DISTINCT = [0.3, -1.2, 2.5, 0.8, 1.7]
+INDEX_RESULT_CASES = {
+    "argsort": [(lambda a: ember.argsort(a).to(ember.float64) * a,
+                 lambda: (ember.tensor(_DISTINCT, dtype=ember.float64, requires_grad=True),), {})],
+    "bucketize": [(lambda a: ember.bucketize(a, ember.tensor([0.0, 1.0, 2.0], dtype=ember.float64)).to(ember.float64) * a,
+                   lambda: (ember.tensor(_DISTINCT, dtype=ember.float64, requires_grad=True),), {})],
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_RESULT_CASES))
+def test_index_results_jvp(name):
+    import ember.autograd.forward_ad as fwAD
+    for fn, inputs, _ in INDEX_RESULT_CASES[name]:
+        (x,) = [t.detach() for t in inputs()]
+        v = ember.tensor([0.5, -1.0, 0.25, 2.0, -0.75], dtype=ember.float64)
+        with fwAD.dual_level():
+            got = fwAD.unpack_dual(fn(fwAD.make_dual(x, v))).tangent.numpy()
+        eps = 1e-6
+        expected = (fn(x + eps * v) - fn(x - eps * v)).numpy() / (2 * eps)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
