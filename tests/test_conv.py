@@ -26,14 +26,6 @@ F64 = ember.float64
 MIN_GEMM_COLUMNS = 256
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def _pair(v, n=2):
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 

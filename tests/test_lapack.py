@@ -27,14 +27,6 @@ BATCHES = [(), (3,), (2, 3), (0,)]
 SIZES = [0, 1, 3, 6]
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def well_conditioned(shape, seed=0, dtype=np.float64):
     """Random square matrices with singular values in [1, 3] (so inverses are accurate)."""
     rng = np.random.default_rng(seed)

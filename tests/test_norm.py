@@ -23,14 +23,6 @@ F64 = ember.float64
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def arr(*shape, dtype=np.float64):
     return RNG.standard_normal(shape).astype(dtype)
 

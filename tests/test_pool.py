@@ -25,14 +25,6 @@ needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CU
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def distinct(*shape, dtype=np.float64, seed=0):
     """Values all different (no ties between window maxima)."""
     n = int(np.prod(shape))

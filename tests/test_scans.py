@@ -16,14 +16,6 @@ GRAIN = ember._C._thresholds()["grain_size"]
 needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def _ref_cumsum(a, dim):
     return np.cumsum(a.astype(np.float64), axis=dim)
 

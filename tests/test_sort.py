@@ -21,14 +21,6 @@ needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    prev = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(prev)
-
-
 def _values(shape, dtype, rng, low=-50, high=50):
     """Random values of `dtype` with many ties (integers in [low, high), as floats for floats)."""
     if dtype == "bool":
