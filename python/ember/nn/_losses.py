@@ -1,0 +1,386 @@
+"""The losses of ember.nn.functional, as torch.nn.functional's: composites of ember ops (their
+backward comes from autograd) with PyTorch's signatures, reduction strings and legacy
+size_average/reduce handling. functional.py re-exports them."""
+import math
+import warnings
+
+from .. import _C
+from .._C import _nn
+
+# Composites of ember ops (their backward comes from autograd), with torch.nn.functional's
+# signatures, its reduction strings and its legacy size_average/reduce handling.
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
+    "mse_loss", "nll_loss", "smooth_l1_loss", "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
+    "kl_div", "margin_ranking_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "triplet_margin_loss",
+]
+
+_LOG_CLAMP = -100.0  # PyTorch's binary_cross_entropy clamps each log term at -100 so that log(0) stays finite
+
+
+def _legacy_reduction(size_average, reduce):
+    """PyTorch's _Reduction.legacy_get_string: the old booleans mapped to a reduction, with its warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if (size_average and reduce) else ("sum" if reduce else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
+
+
+def _check_reduction(reduction):
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      stacklevel=3)
+        return "mean"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _broadcast_shape(name, a, b):
+    shape = []
+    for x, y in zip(reversed([1] * (len(b) - len(a)) + list(a)), reversed([1] * (len(a) - len(b)) + list(b))):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"{name}: The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {len(shape)} (shapes {list(a)} and {list(b)})")
+        shape.append(y if x == 1 else x)
+    return tuple(reversed(shape))
+
+
+def _pointwise_pair(name, input, target, size_average, reduce, reduction):
+    """The shared prologue of the pointwise regression losses: size warning, legacy args, broadcasting."""
+    if target.size() != input.size():
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size "
+                      f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    shape = _broadcast_shape(name, input.shape, target.shape)
+    return input.expand(shape), target.expand(shape), reduction
+
+
+def _weighted_reduce(loss, weight, input, reduction):
+    """PyTorch's per-element `weight` of mse_loss/l1_loss/huber_loss: 'mean' divides by the weights' sum."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.size() != input.size():
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error (input - target)^2, reduced."""
+    a, b, reduction = _pointwise_pair("mse_loss", input, target, size_average, reduce, reduction)
+    diff = a - b
+    return _weighted_reduce(diff * diff, weight, input, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error |input - target|, reduced."""
+    a, b, reduction = _pointwise_pair("l1_loss", input, target, size_average, reduce, reduction)
+    return _weighted_reduce((a - b).abs(), weight, input, reduction)
+
+
+def _huber(diff, delta):
+    absdiff = diff.abs()
+    return _C.where(absdiff < delta, 0.5 * diff * diff, delta * (absdiff - 0.5 * delta))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0 is l1_loss)."""
+    a, b, reduction = _pointwise_pair("smooth_l1_loss", input, target, size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = a - b
+    if beta == 0.0:
+        return _reduce(diff.abs(), reduction)
+    return _reduce(_huber(diff, beta) / beta, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    a, b, reduction = _pointwise_pair("huber_loss", input, target, None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return _weighted_reduce(_huber(a - b, delta), weight, input, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch's."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input size "
+                         f"({input.size()}) is deprecated. Please ensure they have the same size.")
+    if input.numel() and bool(((input < 0) | (input > 1)).any()):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+    log_x = _C.clamp(_C.log(input), min=_LOG_CLAMP)
+    log_1mx = _C.clamp(_C.log(1 - input), min=_LOG_CLAMP)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(x), t) computed stably: (1 - t) x - (1 + (pw - 1) t) logsigmoid(x)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    log_weight = 1 if pos_weight is None else (pos_weight - 1) * target + 1
+    loss = (1 - target) * input - log_weight * _nn.log_sigmoid(input)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _class_last(input):
+    """(N, C, d1, ...) -> (N * d1 * ..., C): the class dimension last, one row per target."""
+    if input.dim() == 1:
+        return input.unsqueeze(0)
+    if input.dim() == 2:
+        return input
+    order = [0] + list(range(2, input.dim())) + [1]
+    return input.permute(order).reshape(-1, input.shape[1])
+
+
+def _check_nll_shapes(name, input, target):
+    if input.dim() < 1:
+        raise ValueError(f"{name}: expected input with at least 1 dimension, got 0")
+    if target.dtype.is_floating_point or target.dtype == _C.bool:
+        raise RuntimeError(f"{name}: expected scalar type Long but found {target.dtype} for the target")
+    if input.dim() == 1:
+        if target.dim() != 0:
+            raise RuntimeError(f"{name}: 0D or 1D target tensor expected, multi-target not supported")
+        return
+    if input.shape[0] != (target.shape[0] if target.dim() else 1) or target.dim() == 0:
+        batch = target.shape[0] if target.dim() else 0
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({batch}).")
+    if input.dim() > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"{name}: expected target size {[input.shape[0]] + list(input.shape[2:])}, "
+                           f"got {list(target.shape)}")
+
+
+def _picked_log_probs(name, log_probs, target, weight, ignore_index):
+    """Per target: -log_probs[target] * weight[target] (0 at ignore_index), and the weight used."""
+    num_classes = log_probs.shape[1] if log_probs.dim() > 1 else log_probs.shape[0]
+    rows = _class_last(log_probs)
+    flat = target.reshape(-1).to(_C.int64)
+    keep = flat != ignore_index
+    bad = keep & ((flat < 0) | (flat >= num_classes))
+    if flat.numel() and bool(bad.any()):
+        raise IndexError(f"Target {int(flat[bad][0].item())} is out of bounds.")
+    safe = _C.where(keep, flat, 0)
+    picked = rows[_C.arange(rows.shape[0]), safe]
+    w = keep.to(log_probs.dtype)
+    if weight is not None:
+        if weight.dim() != 1 or weight.shape[0] != num_classes:
+            raise RuntimeError(f"{name}: weight tensor should be defined either for all {num_classes} classes "
+                               f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+        w = weight[safe] * w
+    return -picked * w, w
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood: -input[n, target[n]] * weight[target[n]], for (C), (N, C) or (N, C, d1, ...)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    _check_nll_shapes("nll_loss", input, target)
+    loss, w = _picked_log_probs("nll_loss", input, target, weight, ignore_index)
+    if reduction == "none":
+        return loss.reshape(target.shape)
+    return loss.sum() / w.sum() if reduction == "mean" else loss.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over the class dimension, then nll_loss (class indices) or -sum(p log q) (probabilities)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    log_probs = _C.log_softmax(input, class_dim)
+    num_classes = input.shape[class_dim]
+    if target.dtype.is_floating_point:
+        return _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing, class_dim, num_classes)
+    _check_nll_shapes("cross_entropy", input, target)
+    loss, w = _picked_log_probs("cross_entropy", log_probs, target, weight, ignore_index)
+    if label_smoothing > 0:
+        # The smoothed part: -sum_c weight[c] log q_c per target, over the kept targets.
+        rows = _class_last(log_probs)
+        if weight is not None:
+            rows = rows * weight
+        keep = (target.reshape(-1) != ignore_index).to(log_probs.dtype)
+        smooth = -rows.sum(-1) * keep
+        loss = (1 - label_smoothing) * loss + (label_smoothing / num_classes) * smooth
+    if reduction == "none":
+        return loss.reshape(target.shape)
+    return loss.sum() / w.sum() if reduction == "mean" else loss.sum()
+
+
+def _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing, class_dim, num_classes):
+    if target.shape != log_probs.shape:
+        raise RuntimeError(f"cross_entropy: expected target of shape {list(log_probs.shape)} (probabilities) "
+                           f"but got {list(target.shape)}")
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / num_classes
+    terms = log_probs * target
+    if weight is not None:
+        terms = terms * weight.reshape([num_classes] + [1] * (log_probs.dim() - class_dim - 1))
+    loss = -terms.sum(class_dim)
+    if reduction == "mean":
+        return loss.sum() / (log_probs.numel() // num_classes if log_probs.numel() else 0)
+    return _reduce(loss, reduction)
+
+
+def _reduction_arg(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    return _check_reduction(reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log(target) - input) (input holds log-probabilities); 'batchmean' divides the sum by the batch."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    batchmean = reduction == "batchmean"
+    reduction = "sum" if batchmean else _check_reduction(reduction)
+    if log_target:
+        loss = _C.exp(target) * (target - input)
+    else:  # xlogy(t, t): 0 where t == 0
+        t_log_t = _C.where(target == 0, 0.0, target * _C.log(_C.where(target == 0, 1.0, target)))
+        loss = t_log_t - target * input
+    loss = _reduce(loss, reduction)
+    return loss / input.shape[0] if batchmean and input.dim() != 0 else loss
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-08, reduce=None,
+                     reduction="mean"):
+    """exp(input) - target * input (log_input) or input - target * log(input + eps); full adds Stirling's term."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    loss = _C.exp(input) - target * input if log_input else input - target * _C.log(input + eps)
+    if full:
+        safe = _C.where(target > 1, target, 1.0)  # the term is 0 where target <= 1
+        stirling = safe * _C.log(safe) - safe + 0.5 * _C.log(2 * math.pi * safe)
+        loss = loss + _C.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
+    """0.5 (log(var) + (input - target)^2 / var), var clamped at eps (the clamp is not differentiated)."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(input.shape, float(var))
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.size() != input.size():
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim()
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # PyTorch clamps under no_grad: the gradient passes through the clamp unchanged.
+    var = var + (_C.clamp(var, min=eps) - var).detach()
+    loss = 0.5 * (_C.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _reduce(_C.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    margin_part = _C.where(target != 1, _C.clamp(margin - input, min=0), 0.0)
+    self_part = _C.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), computed as softplus so that it does not overflow."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _reduce(_nn.softplus(-target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t logsigmoid(x) + (1 - t) logsigmoid(-x)), averaged over the classes (last dimension)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * _nn.log_sigmoid(input) + (1 - target) * _nn.log_sigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where target is -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.dim() > 1:
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != target.dim() + 1 or input2.dim() != target.dim() + 1:
+        raise RuntimeError(f"cosine_embedding_loss: expected {target.dim() + 1}D inputs for a {target.dim()}D "
+                           f"target, but got inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    dim = target.dim()
+    eps = 1e-12  # PyTorch's EPSILON added to each squared magnitude
+    dot = (input1 * input2).sum(dim)
+    cos = dot / _C.sqrt(((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps))
+    loss = _C.where(target == 1, 1 - cos, 0.0) + _C.where(target == -1, _C.clamp(cos - margin, min=0), 0.0)
+    return _reduce(loss, reduction)
+
+
+def _pairwise_distance(x1, x2, p, eps):
+    return _C.linalg_vector_norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance over the last dim."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"triplet_margin_loss: The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, "
+                           f"and negative {dims[2]}D inputs")
+    d_pos = _pairwise_distance(anchor, positive, p, eps)
+    d_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
