@@ -293,7 +293,10 @@ ERRORS = [
     (lambda m, F: F.rrelu(m.ones(3), 0.5, 0.1, training=True), RuntimeError, "Lower bound should be less than"),
     (lambda m, F: F.elu(m.ones(3, dtype=m.int64)), RuntimeError, "not implemented for 'Long'"),
     (lambda m, F: F.gelu(m.ones(3, dtype=m.int64)), RuntimeError, "not implemented for 'Long'"),
-    (lambda m, F: F.hardtanh(m.ones(3, dtype=m.bool)), RuntimeError, "not implemented for 'Bool'"),
+    (lambda m, F: F.hardtanh(m.ones(3, dtype=m.bool)), RuntimeError, "Bool inputs not supported for hardtanh"),
+    (lambda m, F: F.relu6(m.ones(3, dtype=m.bool)), RuntimeError, "Bool inputs not supported for hardtanh"),
+    (lambda m, F: F.hardtanh(m.ones(3, dtype=m.uint8)), RuntimeError, "unsigned type with negative limits"),
+    (lambda m, F: F.hardtanh_(m.ones(3, dtype=m.uint8), -2, 1), RuntimeError, "unsigned type with negative limits"),
     (lambda m, F: F.silu("x"), TypeError, "must be Tensor, not str"),
 ]
 
@@ -335,3 +338,38 @@ def test_grad_fn_names_follow_pytorch():
     for name, node in expected.items():
         assert getattr(F, name)(x).grad_fn.name() == node, name
     assert F.threshold(x, 0.0, 1.0).grad_fn.name() == "ThresholdBackward0"
+
+
+INTEGRAL = ["uint8", "int8", "int16", "int32", "int64"]
+
+
+@pytest.mark.parametrize("dtype", INTEGRAL)
+@pytest.mark.parametrize("bounds", [(-1.0, 1.0), (-2.7, 1.5), (0.5, 2.5), (0, 6), (-0.5, 0.5)])
+def test_hardtanh_clamps_integers_to_truncated_bounds(dtype, bounds):
+    # PyTorch clamps an integral input to the bounds converted to its dtype (truncated toward zero).
+    lo, hi = bounds
+    if dtype == "uint8" and (int(lo) < 0 or int(hi) < 0):
+        return  # refused, see ERRORS
+    info = np.iinfo(dtype)
+    a = np.arange(max(info.min, -300), min(info.max, 300) + 1, 7).astype(dtype)
+    expected = np.clip(a, int(lo), int(hi)).astype(dtype)
+    x = ember.tensor(a)
+    out = F.hardtanh(x, lo, hi)
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out.numpy(), expected)
+    F.hardtanh(x, lo, hi, inplace=True)
+    np.testing.assert_array_equal(x.numpy(), expected)
+    if torch is not None:
+        np.testing.assert_array_equal(TF.hardtanh(torch.tensor(a), lo, hi).numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", INTEGRAL)
+def test_relu6_clamps_integers(dtype):
+    a = np.arange(-40, 41, dtype=np.int64).astype(dtype)  # uint8 wraps the negatives, as PyTorch's input would
+    expected = np.clip(a, 0, 6).astype(dtype)
+    np.testing.assert_array_equal(F.relu6(ember.tensor(a)).numpy(), expected)
+    x = ember.tensor(a)
+    F.relu6(x, inplace=True)
+    np.testing.assert_array_equal(x.numpy(), expected)
+    if torch is not None:
+        np.testing.assert_array_equal(TF.relu6(torch.tensor(a)).numpy(), expected)

@@ -26,7 +26,6 @@ hardshrink = _C.hardshrink
 prelu = _C.prelu
 elu_ = _nn.elu_
 leaky_relu_ = _nn.leaky_relu_
-hardtanh_ = _nn.hardtanh_
 selu_ = _C.selu_
 celu_ = _C.celu_
 rrelu_ = _C.rrelu_
@@ -67,15 +66,31 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return (_C.rrelu_ if inplace else _C.rrelu)(input, lower, upper, training)
 
 
+def _check_hardtanh_input(input, min_val, max_val):
+    # PyTorch's hardtanh_out refuses these two before clamping integers.
+    dtype = getattr(input, "dtype", None)
+    if dtype == _C.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if dtype == _C.uint8 and (int(min_val) < 0 or int(max_val) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Each element clamped to [min_val, max_val]."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    _check_hardtanh_input(input, min_val, max_val)
     return (_nn.hardtanh_ if inplace else _nn.hardtanh)(input, min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
+    return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def relu6(input, inplace=False):
     """min(max(0, x), 6)."""
+    _check_hardtanh_input(input, 0, 6)
     return (_nn.relu6_ if inplace else _nn.relu6)(input)
 
 
