@@ -128,6 +128,8 @@ def _body(op, ov, has_out, inplace):
         conv = converter(p.type)
         extra = ", true" if p.name in ov.allow_number else ""
         default = literal(p.default, p.type) if p.has_default else None
+        if p.type.base == "Device" and p.type.optional and p.default is None:
+            default = "default_factory_device()"  # set_default_device / `with ember.device(...)`
         vt = value_type(p.type)
         if default is None:
             lines.append(f"{vt} {p.name} = {conv}(parsed[{i}]{extra});")

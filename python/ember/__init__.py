@@ -49,7 +49,7 @@ from ._size import Size  # noqa: E402
 from . import _storage  # noqa: E402,F401  (adds the Python-level storage methods)
 from ._creation import (  # noqa: E402,F401
     tensor, as_tensor, from_numpy, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
-    randint_like, is_tensor, is_floating_point, numel, result_type,
+    randint_like, is_tensor, is_floating_point, numel, result_type, set_default_device, get_default_device,
 )
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
@@ -110,6 +110,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "manual_seed", "initial_seed", "get_rng_state", "set_rng_state",
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
+    "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal",
 ] + list(_LEGACY_TYPES)

@@ -96,6 +96,23 @@ def _plain(data):
     return data
 
 
+def set_default_device(device: DeviceLike) -> None:
+    """Factories called without `device=` (zeros, rand, arange, tensor, ...) allocate on `device`
+    from now on, in this thread; None restores the CPU. `with ember.device(d):` does it for a block."""
+    _C._set_default_device(None if device is None else _C.device(device))
+
+
+def get_default_device() -> _device:
+    """The device factories use when given none (a CUDA device with its index)."""
+    d = _C._get_default_device()
+    if d is None:
+        return _C.device("cpu")
+    if d.type == "cuda" and d.index is None:
+        from . import cuda
+        return _C.device("cuda", cuda.current_device())
+    return d
+
+
 def tensor(data: Any, dtype: Optional[_dtype] = None, device: DeviceLike = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested sequence, array or tensor)."""
@@ -113,6 +130,8 @@ def tensor(data: Any, dtype: Optional[_dtype] = None, device: DeviceLike = None,
             t = t.to(inferred)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
+    if device is None:
+        device = _C._get_default_device()
     if device is not None:
         t = t.to(device)
     if requires_grad:
@@ -130,6 +149,8 @@ def as_tensor(data: Any, dtype: Optional[_dtype] = None, device: DeviceLike = No
         return tensor(data, dtype=dtype, device=device)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
+    if device is None:
+        device = _C._get_default_device()
     if device is not None:
         t = t.to(device)
     return t

@@ -290,7 +290,7 @@ Device arg_device(PyObject* o) {
   return Device(ember::DeviceType::CUDA, (int)arg_int(o));
 }
 std::optional<Device> arg_opt_device(PyObject* o) {
-  if (o == Py_None) return std::nullopt;
+  if (o == Py_None) return default_factory_device();  // device=None given explicitly: only factories take a Device?
   return arg_device(o);
 }
 Generator* arg_generator(PyObject* o) {

@@ -180,6 +180,14 @@ PYBIND11_MODULE(_C, m) {
     set_default_dtype(t);
   });
   m.def("promote_types", &promote_types);
+  m.def("_set_default_device", [](py::object d) {
+    python::set_default_factory_device(d.is_none() ? std::nullopt : std::optional<Device>(python::arg_device(d.ptr())));
+  });
+  m.def("_get_default_device", []() -> py::object {
+    std::optional<Device> d = python::default_factory_device();
+    if (!d) return py::none();
+    return py::reinterpret_steal<py::object>(python::device_object(*d));
+  });
   m.def("_from_buffer", &from_buffer);
   m.def("_blas_corename", &blas_corename);
   m.def("_cpu_cache_stats", []() {

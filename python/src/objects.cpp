@@ -91,7 +91,20 @@ PyObject* device_reduce(PyObject* self, PyObject*) {
   Py_DECREF(args);
   return out;
 }
-PyMethodDef device_methods[] = {{"__reduce__", device_reduce, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr}};
+// `with ember.device(d):` makes d the default of the factories called in the block.
+PyObject* device_enter(PyObject* self, PyObject*) {
+  enter_device_context(reinterpret_cast<PyDevice*>(self)->device);
+  Py_INCREF(self);
+  return self;
+}
+PyObject* device_exit(PyObject*, PyObject*) {
+  exit_device_context();
+  Py_RETURN_NONE;
+}
+PyMethodDef device_methods[] = {{"__reduce__", device_reduce, METH_NOARGS, nullptr},
+                                {"__enter__", device_enter, METH_NOARGS, nullptr},
+                                {"__exit__", device_exit, METH_VARARGS, nullptr},
+                                {nullptr, nullptr, 0, nullptr}};
 PyGetSetDef device_getsets[] = {
     {"type", device_type, nullptr, nullptr, nullptr},
     {"index", device_index, nullptr, nullptr, nullptr},

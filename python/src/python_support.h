@@ -144,6 +144,11 @@ ScalarType arg_dtype(PyObject* o);
 std::optional<ScalarType> arg_opt_dtype(PyObject* o);
 Device arg_device(PyObject* o);
 std::optional<Device> arg_opt_device(PyObject* o);
+// A factory's device=None: the thread's default (default_device.cpp), if one is set.
+std::optional<Device> default_factory_device();
+void set_default_factory_device(std::optional<Device> d);
+void enter_device_context(Device d);
+void exit_device_context();
 Generator* arg_generator(PyObject* o);
 bool is_number(PyObject* o);
 // A NumPy array (not a NumPy scalar): converted like ember.tensor(data) where PyTorch accepts one.
