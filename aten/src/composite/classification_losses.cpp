@@ -173,8 +173,8 @@ Tensor _apply_loss_reduction(const Tensor& self, int64_t reduction) {
 
 Tensor _binary_cross_entropy_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                                       const Tensor& weight, int64_t reduction) {
-  // d/dx of the loss, (x - t) / (x (1 - x)), its denominator kept from 0 as PyTorch's (EPSILON 1e-12).
-  const Tensor denom = ember::clamp(ember::mul(ember::sub(number(1.0), self), self), Scalar(1e-12));
+  // d/dx of the loss, (x - t) / (x (1 - x)), its denominator kept from 0 as PyTorch's (EPSILON, the float 1e-12f).
+  const Tensor denom = ember::clamp(ember::mul(ember::sub(number(1.0), self), self), Scalar(double(1e-12f)));
   Tensor g = ember::true_divide(ember::mul(grad_output, ember::sub(self, target)), denom);
   if (weight.defined()) g = ember::mul(g, weight);
   return reduction == kMean ? ember::true_divide(g, number(double(self.numel()))) : g;
@@ -182,10 +182,8 @@ Tensor _binary_cross_entropy_backward(const Tensor& grad_output, const Tensor& s
 
 Tensor _binary_cross_entropy_target_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                                              const Tensor& weight, int64_t reduction) {
-  // d/dt of (t - 1) log(1 - x) - t log(x), both logs clamped at -100 as in the forward.
-  const Tensor log_1mx = ember::clamp(ember::log1p(ember::neg(self)), Scalar(-100.0));
-  const Tensor log_x = ember::clamp(ember::log(self), Scalar(-100.0));
-  Tensor g = ember::mul(grad_output, ember::sub(log_1mx, log_x));
+  // d/dt of (t - 1) log(1 - x) - t log(x); the logs are not clamped here, as in PyTorch (inf at 0 and 1).
+  Tensor g = ember::mul(grad_output, ember::sub(ember::log1p(ember::neg(self)), ember::log(self)));
   if (weight.defined()) g = ember::mul(g, weight);
   return reduction == kMean ? ember::true_divide(g, number(double(target.numel()))) : g;
 }
