@@ -108,6 +108,10 @@ def test_nll_loss_ignore_index_and_all_ignored():
     assert F.cross_entropy(ember.tensor(x), all_ignored, reduction="sum").item() == 0.0
     assert np.isnan(F.cross_entropy(ember.tensor(x), all_ignored, label_smoothing=0.3).item())
     # An empty batch: nan for the mean, 0 for the sum, an empty loss per target.
+    for shape in ((2, 3, 0, 4), (0, 3, 2, 2, 2)):  # empty K-dim inputs
+        tshape = (shape[0],) + shape[2:]
+        assert tuple(F.nll_loss(ember.zeros(*shape), ember.zeros(*tshape, dtype=ember.int64), reduction="none").shape) == tshape
+        assert F.nll_loss(ember.zeros(*shape), ember.zeros(*tshape, dtype=ember.int64), reduction="sum").item() == 0.0
     e = ember.zeros(0, 3, dtype=F64)
     assert np.isnan(F.nll_loss(e, ember.zeros(0, dtype=ember.int64)).item())
     assert F.nll_loss(e, ember.zeros(0, dtype=ember.int64), reduction="sum").item() == 0.0

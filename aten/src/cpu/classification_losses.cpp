@@ -57,7 +57,9 @@ NllOperands nll_operands(const Tensor& self, const Tensor& target_, const Tensor
   EMBER_CHECK(target_.dtype() == ScalarType::Int64 || target_.dtype() == ScalarType::UInt8, Runtime, op,
               ": expected target dtype to be Long or Byte, but got ", dtype_title(target_.dtype()));
   NllOperands o;
-  o.self = self.dim() > 3 ? ember::reshape(self, {self.size(0), self.size(1), -1}) : self;
+  int64_t spatial = 1;  // the product of the dims after the class dim (explicit: -1 is ambiguous when empty)
+  for (int64_t d = 2; d < self.dim(); ++d) spatial *= self.size(d);
+  o.self = self.dim() > 3 ? ember::reshape(self, {self.size(0), self.size(1), spatial}) : self;
   o.N = self.dim() == 1 ? 1 : self.size(0);
   o.C = self.dim() == 1 ? self.size(0) : self.size(1);
   o.S = o.self.dim() == 3 ? o.self.size(2) : 1;
