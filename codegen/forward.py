@@ -39,6 +39,9 @@ LINEAR_IN = {
     "_upsample_backward": [("grad_output",)],
     "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
     "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
+    "nll_loss_nd": [("self",)], "_nll_loss_backward": [("grad_output",)],  # losses-classification (issue 11)
+    "_apply_loss_reduction": _ALONE, "_binary_cross_entropy_backward": [("grad_output",)],
+    "_binary_cross_entropy_target_backward": [("grad_output",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

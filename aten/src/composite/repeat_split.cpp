@@ -101,6 +101,9 @@ TensorList tensor_split_sections(const Tensor& self, int64_t sections, int64_t d
   EMBER_CHECK(sections > 0, Runtime, "number of sections must be larger than 0, got ", sections);
   const int64_t size = self.size(d), base = size / sections, extra = size % sections;
   TensorList parts;
+  // As PyTorch: a count no vector can hold fails at once (2**62 sections used to loop for ages).
+  EMBER_CHECK(uint64_t(sections) <= parts.max_size(), Runtime, "cannot create std::vector larger than max_size()");
+  parts.reserve(size_t(sections));
   for (int64_t k = 0, start = 0; k < sections; ++k) {
     const int64_t len = base + (k < extra ? 1 : 0);
     parts.push_back(ember::slice(self, d, start, start + len, 1));

@@ -16,9 +16,6 @@ __all__ = [
     "triplet_margin_loss",
 ]
 
-_LOG_CLAMP = -100.0  # PyTorch's binary_cross_entropy clamps each log term at -100 so that log(0) stays finite
-
-
 def _legacy_reduction(size_average, reduce):
     """PyTorch's _Reduction.legacy_get_string: the old booleans mapped to a reduction, with its warning."""
     size_average = True if size_average is None else size_average
@@ -115,139 +112,43 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _weighted_reduce(_huber(a - b, delta), weight, input, reduction)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    """-(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch's."""
+def _reduction_enum(size_average, reduce, reduction):
+    """PyTorch's _Reduction.get_enum (legacy_get_enum with the old booleans): 0 none, 1 mean, 2 sum."""
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
-    reduction = _check_reduction(reduction)
+    return ("none", "mean", "sum").index(_check_reduction(reduction))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch's."""
+    reduction_enum = _reduction_enum(size_average, reduce, reduction)
     if target.size() != input.size():
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input size "
                          f"({input.size()}) is deprecated. Please ensure they have the same size.")
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
-        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
-    log_x = _C.clamp(_C.log(input), min=_LOG_CLAMP)
-    log_1mx = _C.clamp(_C.log(1 - input), min=_LOG_CLAMP)
-    loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+        weight = weight.expand(_broadcast_shape("binary_cross_entropy", target.size(), weight.size()))
+    return _nn.binary_cross_entropy(input, target, weight, reduction_enum)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(x), t) computed stably: (1 - t) x - (1 + (pw - 1) t) logsigmoid(x)."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    reduction = _check_reduction(reduction)
+    reduction_enum = _reduction_enum(size_average, reduce, reduction)
     if target.size() != input.size():
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
-    log_weight = 1 if pos_weight is None else (pos_weight - 1) * target + 1
-    loss = (1 - target) * input - log_weight * _nn.log_sigmoid(input)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def _class_last(input):
-    """(N, C, d1, ...) -> (N * d1 * ..., C): the class dimension last, one row per target."""
-    if input.dim() == 1:
-        return input.unsqueeze(0)
-    if input.dim() == 2:
-        return input
-    order = [0] + list(range(2, input.dim())) + [1]
-    return input.permute(order).reshape(-1, input.shape[1])
-
-
-def _check_nll_shapes(name, input, target):
-    if input.dim() < 1:
-        raise ValueError(f"{name}: expected input with at least 1 dimension, got 0")
-    if target.dtype.is_floating_point or target.dtype == _C.bool:
-        raise RuntimeError(f"{name}: expected scalar type Long but found {target.dtype} for the target")
-    if input.dim() == 1:
-        if target.dim() != 0:
-            raise RuntimeError(f"{name}: 0D or 1D target tensor expected, multi-target not supported")
-        return
-    if input.shape[0] != (target.shape[0] if target.dim() else 1) or target.dim() == 0:
-        batch = target.shape[0] if target.dim() else 0
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({batch}).")
-    if input.dim() > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(f"{name}: expected target size {[input.shape[0]] + list(input.shape[2:])}, "
-                           f"got {list(target.shape)}")
-
-
-def _picked_log_probs(name, log_probs, target, weight, ignore_index):
-    """Per target: -log_probs[target] * weight[target] (0 at ignore_index), and the weight used."""
-    num_classes = log_probs.shape[1] if log_probs.dim() > 1 else log_probs.shape[0]
-    rows = _class_last(log_probs)
-    flat = target.reshape(-1).to(_C.int64)
-    keep = flat != ignore_index
-    bad = keep & ((flat < 0) | (flat >= num_classes))
-    if flat.numel() and bool(bad.any()):
-        raise IndexError(f"Target {int(flat[bad][0].item())} is out of bounds.")
-    safe = _C.where(keep, flat, 0)
-    picked = rows[_C.arange(rows.shape[0]), safe]
-    w = keep.to(log_probs.dtype)
-    if weight is not None:
-        if weight.dim() != 1 or weight.shape[0] != num_classes:
-            raise RuntimeError(f"{name}: weight tensor should be defined either for all {num_classes} classes "
-                               f"or no classes but got weight tensor of shape: {list(weight.shape)}")
-        w = weight[safe] * w
-    return -picked * w, w
+    return _C.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction_enum)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood: -input[n, target[n]] * weight[target[n]], for (C), (N, C) or (N, C, d1, ...)."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    reduction = _check_reduction(reduction)
-    _check_nll_shapes("nll_loss", input, target)
-    loss, w = _picked_log_probs("nll_loss", input, target, weight, ignore_index)
-    if reduction == "none":
-        return loss.reshape(target.shape)
-    return loss.sum() / w.sum() if reduction == "mean" else loss.sum()
+    return _nn.nll_loss_nd(input, target, weight, _reduction_enum(size_average, reduce, reduction), ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dimension, then nll_loss (class indices) or -sum(p log q) (probabilities)."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    reduction = _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.dim() == 1 else 1
-    log_probs = _C.log_softmax(input, class_dim)
-    num_classes = input.shape[class_dim]
-    if target.dtype.is_floating_point:
-        return _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing, class_dim, num_classes)
-    _check_nll_shapes("cross_entropy", input, target)
-    loss, w = _picked_log_probs("cross_entropy", log_probs, target, weight, ignore_index)
-    if label_smoothing > 0:
-        # The smoothed part: -sum_c weight[c] log q_c per target, over the kept targets.
-        rows = _class_last(log_probs)
-        if weight is not None:
-            rows = rows * weight
-        keep = (target.reshape(-1) != ignore_index).to(log_probs.dtype)
-        smooth = -rows.sum(-1) * keep
-        loss = (1 - label_smoothing) * loss + (label_smoothing / num_classes) * smooth
-    if reduction == "none":
-        return loss.reshape(target.shape)
-    return loss.sum() / w.sum() if reduction == "mean" else loss.sum()
-
-
-def _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing, class_dim, num_classes):
-    if target.shape != log_probs.shape:
-        raise RuntimeError(f"cross_entropy: expected target of shape {list(log_probs.shape)} (probabilities) "
-                           f"but got {list(target.shape)}")
-    if label_smoothing > 0:
-        target = target * (1 - label_smoothing) + label_smoothing / num_classes
-    terms = log_probs * target
-    if weight is not None:
-        terms = terms * weight.reshape([num_classes] + [1] * (log_probs.dim() - class_dim - 1))
-    loss = -terms.sum(class_dim)
-    if reduction == "mean":
-        return loss.sum() / (log_probs.numel() // num_classes if log_probs.numel() else 0)
-    return _reduce(loss, reduction)
+    return _nn.cross_entropy_loss(input, target, weight, _reduction_enum(size_average, reduce, reduction),
+                                  ignore_index, label_smoothing)
 
 
 def _reduction_arg(size_average, reduce, reduction):
@@ -259,21 +160,16 @@ def _reduction_arg(size_average, reduce, reduction):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target * (log(target) - input) (input holds log-probabilities); 'batchmean' divides the sum by the batch."""
     if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    elif reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
-    batchmean = reduction == "batchmean"
-    reduction = "sum" if batchmean else _check_reduction(reduction)
-    if log_target:
-        loss = _C.exp(target) * (target - input)
-    else:  # xlogy(t, t): 0 where t == 0
-        t_log_t = _C.where(target == 0, 0.0, target * _C.log(_C.where(target == 0, 1.0, target)))
-        loss = t_log_t - target * input
-    loss = _reduce(loss, reduction)
-    return loss / input.shape[0] if batchmean and input.dim() != 0 else loss
+        reduction_enum = _reduction_enum(size_average, reduce, "mean")
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+        reduction_enum = _reduction_enum(None, None, "sum" if reduction == "batchmean" else reduction)
+    loss = _C.kl_div(input, target, reduction_enum, log_target=log_target)
+    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-08, reduce=None,
@@ -331,8 +227,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), computed as softplus so that it does not overflow."""
-    reduction = _reduction_arg(size_average, reduce, reduction)
-    return _reduce(_nn.softplus(-target * input), reduction)
+    return _nn.soft_margin_loss(input, target, _reduction_enum(size_average, reduce, reduction))
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
