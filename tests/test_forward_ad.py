@@ -22,6 +22,7 @@ from test_random import RANDOM_OP_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_losses_classification import GRAD_CASES as LOSS_CLS_CASES
 from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
+from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 
 try:
     import torch
@@ -102,6 +103,7 @@ OWN_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_r
 OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/test_lapack.py
 OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests/test_sort.py
 OWN_CHECKS |= set(LOSS_CLS_CASES)  # losses-classification (issue 11): tests/test_losses_classification.py
+OWN_CHECKS |= set(LOSSREG_CASES)  # losses-regression (issue 11): tests/test_losses_regression.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

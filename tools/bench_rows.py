@@ -363,7 +363,7 @@ def all_benches():
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
-            + norm_benches() + pool_benches() + sort_benches())
+            + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches())
 
 
 def loss_benches():
@@ -637,3 +637,25 @@ def sort_benches():
     section = "sort (GB/s = bytes of the input)"
     return [Bench(section, "sort 1e6", "GB/s", sort, work=n * F32, columns=TORCHLIKE_COLUMNS),
             Bench(section, "topk 1e6 k=100", "GB/s", topk, work=n * F32, columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- losses-regression (issue 11)
+def regression_loss_benches():
+    """mse_loss of two 1e7 float32 vectors, forward and backward (the input requires grad)."""
+    n = 10**7
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        rng = np.random.default_rng(0)
+        x = lib.mod.tensor(rng.standard_normal(n, dtype=np.float32))
+        y = lib.mod.tensor(rng.standard_normal(n, dtype=np.float32))
+        x.requires_grad_(True)
+        functional = lib.mod.nn.functional
+
+        def step():
+            x.grad = None
+            functional.mse_loss(x, y).backward()
+        return step
+
+    return [Bench("losses", "mse_loss fwd+bwd 1e7", "ms", build, columns=TORCHLIKE_COLUMNS)]

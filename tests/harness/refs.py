@@ -620,3 +620,26 @@ def np_logsumexp(a, dim, keepdim=False):
 
 
 HELPERS["np_logsumexp"] = np_logsumexp
+
+
+# losses-regression (issue 11)
+def np_loss_reduction(loss, reduction):
+    """ATen's apply_loss_reduction: 0 none, 1 mean (NaN for an empty loss), 2 sum."""
+    with np.errstate(all="ignore"):
+        return [loss, np.mean(loss) if loss.size else np.float64("nan"), np.sum(loss)][reduction]
+
+
+def np_huber(d, delta):
+    ad = np.abs(d)
+    return np.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+
+def np_poisson_nll(x, t, log_input, full, eps):
+    loss = np.exp(x) - t * x if log_input else x - t * np.log(x + eps)
+    if full:
+        safe = np.where(t > 1, t, 1.0)
+        loss = loss + np.where(t > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe), 0.0)
+    return loss
+
+
+HELPERS.update({"np_loss_reduction": np_loss_reduction, "np_huber": np_huber, "np_poisson_nll": np_poisson_nll})

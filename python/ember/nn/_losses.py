@@ -13,7 +13,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
     "mse_loss", "nll_loss", "smooth_l1_loss", "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
     "kl_div", "margin_ranking_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
-    "triplet_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]
 
 def _legacy_reduction(size_average, reduce):
@@ -60,56 +60,61 @@ def _pointwise_pair(name, input, target, size_average, reduce, reduction):
                       "Please ensure they have the same size.", stacklevel=3)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
-    reduction = _check_reduction(reduction)
     shape = _broadcast_shape(name, input.shape, target.shape)
     return input.expand(shape), target.expand(shape), reduction
 
 
-def _weighted_reduce(loss, weight, input, reduction):
-    """PyTorch's per-element `weight` of mse_loss/l1_loss/huber_loss: 'mean' divides by the weights' sum."""
-    if weight is None:
-        return _reduce(loss, reduction)
+def _weighted(loss_op, a, b, input, weight, reduction, mean_over_weights=True):
+    """PyTorch's per-element `weight` of mse_loss/l1_loss/huber_loss, applied to the unreduced loss:
+    'mean' divides by the weights' sum (huber_loss: by the element count)."""
     if weight.size() != input.size():
         raise ValueError("Weights and input must have the same size.")
-    loss = loss * weight
-    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    loss = loss_op(a, b, _REDUCTION_ENUM["none"]) * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_over_weights else loss.mean()
+    return _reduce(loss, reduction)
+
+
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # torch.nn._reduction.get_enum
+
+
+def _reduction_enum(reduction):
+    return _REDUCTION_ENUM[_check_reduction(reduction)]
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (input - target)^2, reduced."""
     a, b, reduction = _pointwise_pair("mse_loss", input, target, size_average, reduce, reduction)
-    diff = a - b
-    return _weighted_reduce(diff * diff, weight, input, reduction)
+    if weight is not None:
+        return _weighted(_nn.mse_loss, a, b, input, weight, reduction)
+    return _nn.mse_loss(a, b, _reduction_enum(reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error |input - target|, reduced."""
     a, b, reduction = _pointwise_pair("l1_loss", input, target, size_average, reduce, reduction)
-    return _weighted_reduce((a - b).abs(), weight, input, reduction)
-
-
-def _huber(diff, delta):
-    absdiff = diff.abs()
-    return _C.where(absdiff < delta, 0.5 * diff * diff, delta * (absdiff - 0.5 * delta))
+    if weight is not None:
+        return _weighted(_nn.l1_loss, a, b, input, weight, reduction)
+    return _nn.l1_loss(a, b, _reduction_enum(reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0 is l1_loss)."""
     a, b, reduction = _pointwise_pair("smooth_l1_loss", input, target, size_average, reduce, reduction)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = a - b
     if beta == 0.0:
-        return _reduce(diff.abs(), reduction)
-    return _reduce(_huber(diff, beta) / beta, reduction)
+        return _nn.l1_loss(a, b, _reduction_enum(reduction))
+    return _nn.smooth_l1_loss(a, b, _reduction_enum(reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     a, b, reduction = _pointwise_pair("huber_loss", input, target, None, None, reduction)
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _weighted_reduce(_huber(a - b, delta), weight, input, reduction)
+    if weight is not None:
+        return _weighted(lambda x, y, r: _nn.huber_loss(x, y, r, delta), a, b, input, weight, reduction,
+                         mean_over_weights=False)
+    return _nn.huber_loss(a, b, _reduction_enum(reduction), delta)
 
 
 def _reduction_enum(size_average, reduce, reduction):
@@ -176,12 +181,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduction="mean"):
     """exp(input) - target * input (log_input) or input - target * log(input + eps); full adds Stirling's term."""
     reduction = _reduction_arg(size_average, reduce, reduction)
-    loss = _C.exp(input) - target * input if log_input else input - target * _C.log(input + eps)
-    if full:
-        safe = _C.where(target > 1, target, 1.0)  # the term is 0 where target <= 1
-        stirling = safe * _C.log(safe) - safe + 0.5 * _C.log(2 * math.pi * safe)
-        loss = loss + _C.where(target > 1, stirling, 0.0)
-    return _reduce(loss, reduction)
+    return _C.poisson_nll_loss(input, target, log_input, full, eps, _REDUCTION_ENUM[reduction])
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
@@ -214,15 +214,13 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
-    return _reduce(_C.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+    return _C.margin_ranking_loss(input1, input2, target, margin, _REDUCTION_ENUM[reduction])
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target is 1, max(0, margin - input) where target is -1."""
     reduction = _reduction_arg(size_average, reduce, reduction)
-    margin_part = _C.where(target != 1, _C.clamp(margin - input, min=0), 0.0)
-    self_part = _C.where(target != -1, input, 0.0)
-    return _reduce(margin_part + self_part, reduction)
+    return _C.hinge_embedding_loss(input, target, margin, _REDUCTION_ENUM[reduction])
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -246,21 +244,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where target is -1."""
     reduction = _reduction_arg(size_average, reduce, reduction)
-    if target.dim() > 1:
-        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
-    if input1.dim() != target.dim() + 1 or input2.dim() != target.dim() + 1:
-        raise RuntimeError(f"cosine_embedding_loss: expected {target.dim() + 1}D inputs for a {target.dim()}D "
-                           f"target, but got inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
-    dim = target.dim()
-    eps = 1e-12  # PyTorch's EPSILON added to each squared magnitude
-    dot = (input1 * input2).sum(dim)
-    cos = dot / _C.sqrt(((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps))
-    loss = _C.where(target == 1, 1 - cos, 0.0) + _C.where(target == -1, _C.clamp(cos - margin, min=0), 0.0)
-    return _reduce(loss, reduction)
-
-
-def _pairwise_distance(x1, x2, p, eps):
-    return _C.linalg_vector_norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1)
+    return _C.cosine_embedding_loss(input1, input2, target, margin, _REDUCTION_ENUM[reduction])
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, size_average=None,
@@ -269,13 +253,24 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     reduction = _reduction_arg(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _C.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, _REDUCTION_ENUM[reduction])
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """triplet_margin_loss with any distance_function(x1, x2) (pairwise_distance by default), as PyTorch's."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
-        raise RuntimeError(f"triplet_margin_loss: The anchor, positive, and negative tensors are expected to have "
-                           f"the same number of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, "
-                           f"and negative {dims[2]}D inputs")
-    d_pos = _pairwise_distance(anchor, positive, p, eps)
-    d_neg = _pairwise_distance(anchor, negative, p, eps)
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
+                           "inputs")
+    distance = _C.pairwise_distance if distance_function is None else distance_function
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
     if swap:
-        d_neg = _C.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
-    return _reduce(_C.clamp(margin + d_pos - d_neg, min=0), reduction)
+        d_neg = _C.minimum(d_neg, distance(positive, negative))
+    return _reduce(_C.clamp_min(margin + d_pos - d_neg, 0), reduction)
