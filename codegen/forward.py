@@ -39,6 +39,9 @@ LINEAR_IN = {
     "_upsample_backward": [("grad_output",)],
     "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
     "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
+    "reflection_pad1d": _ALONE, "reflection_pad2d": _ALONE, "reflection_pad3d": _ALONE,  # padpool (issue 11)
+    "replication_pad1d": _ALONE, "replication_pad2d": _ALONE, "replication_pad3d": _ALONE,
+    "_pad_edge_backward": [("grad_output",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -1,0 +1,235 @@
+"""padpool (issue 11): the reflection/replication pad kernels (1-D, 2-D, 3-D) behind F.pad, against
+NumPy's np.pad (reflect/edge/wrap) and PyTorch over dtypes, negative amounts, non-contiguous and
+channels_last-like strides, empty batches and 1-3 threads above the parallel grain; their
+gradients (gradcheck, gradgradcheck, JVPs) and PyTorch's errors."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:  # the torch comparisons are skipped without it
+    torch = None
+
+F64 = ember.float64
+GRAIN = ember._C._thresholds()["grain_size"]
+NN = ember._C._nn
+needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
+NUMERIC = [ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64, ember.float16, ember.bfloat16,
+           ember.float32, ember.float64]
+NP_MODE = {"reflection": "reflect", "replication": "edge"}
+
+
+def t64(a, requires_grad=True):
+    return ember.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
+
+
+def values(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def np_edge_pad(a, padding, kind):
+    """np.pad of the last len(padding) / 2 dims (non-negative amounts), in PyTorch's (left, right) order."""
+    k = len(padding) // 2
+    widths = [(0, 0)] * (a.ndim - k) + [(padding[2 * i], padding[2 * i + 1]) for i in reversed(range(k))]
+    return np.pad(a, widths, mode=NP_MODE[kind])
+
+
+# Ops the harness cannot sample: gradgradchecked by test_higher_order.py, their JVPs checked here.
+HIGHER_ORDER_CASES = {
+    "_pad_edge_backward": [(lambda g: ember._pad_edge_backward(g * g, [1, 2, 3, 3], [1, 2, 2, 0], True),
+                            lambda: (t64(values((1, 2, 5, 6), 13)),), {}),
+                           (lambda g: ember._pad_edge_backward(g * g, [2, 3], [-1, 3], False),
+                            lambda: (t64(values((2, 5), 14)),), {})],
+}
+JVP_CHECKED = set(HIGHER_ORDER_CASES)
+
+
+def pad_op(kind, k):
+    return getattr(NN, f"{kind}_pad{k}d")
+
+
+# ---------------------------------------------------------------- pad kernels
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+@pytest.mark.parametrize("k,shape,padding", [(1, (2, 3, 7), (3, 2)), (1, (4, 6), (0, 5)), (2, (2, 3, 5, 6), (2, 1, 4, 3)),
+                                             (2, (3, 4, 5), (0, 4, 1, 0)), (3, (1, 2, 4, 5, 6), (1, 2, 3, 0, 2, 3)),
+                                             (3, (2, 3, 4, 5), (3, 3, 1, 1, 2, 0))])
+def test_pads_match_numpy_on_every_dtype(kind, k, shape, padding):
+    if kind == "replication":
+        padding = tuple(p + 2 for p in padding)  # edge padding may exceed the dim
+    a = values(shape)
+    for dtype in NUMERIC:
+        x = ember.tensor(a).to(dtype) if dtype.is_floating_point else ember.tensor(np.round(a * 3) % 100).to(dtype)
+        want = np_edge_pad(x.to(F64).numpy(), padding, kind)
+        got = pad_op(kind, k)(x, padding)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.to(F64).numpy(), want)
+        mode = "reflect" if kind == "reflection" else "replicate"
+        np.testing.assert_array_equal(F.pad(x, padding, mode).to(F64).numpy(), want)
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_negative_amounts_crop_as_pytorch(kind, k):
+    shape = (2, 3, 5, 6, 7)[:k + 2]
+    a = values(shape, 1)
+    for left, right in [(-2, 3), (3, -4), (-1, -2), (0, -3), (-4, 2)]:
+        padding = (left, right) * k
+        want = getattr(torch._C._nn, f"{kind}_pad{k}d")(torch.tensor(a), padding)
+        np.testing.assert_array_equal(pad_op(kind, k)(ember.tensor(a), padding).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+def test_pads_read_strided_and_channels_last_inputs(kind):
+    a = values((2, 5, 6, 7), 2)
+    padding = (2, 3, 1, 4)
+    want = np_edge_pad(a, padding, kind)
+    channels_last = ember.tensor(np.ascontiguousarray(a.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
+    transposed = ember.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    sliced = ember.tensor(np.repeat(a, 2, axis=-1))[..., ::2]
+    for x in (channels_last, transposed, sliced):
+        assert not x.is_contiguous()
+        np.testing.assert_array_equal(pad_op(kind, 2)(x, padding).numpy(), want)
+
+
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_empty_batch_and_unbatched_inputs(kind, k):
+    spatial = (4, 5, 6)[:k]
+    out = pad_op(kind, k)(ember.ones(0, 2, *spatial), (1, 2) * k)
+    assert out.shape == (0, 2, *(s + 3 for s in spatial))
+    a = values((3, *spatial), 3)
+    np.testing.assert_array_equal(pad_op(kind, k)(ember.tensor(a), (1, 2) * k).numpy(), np_edge_pad(a, (1, 2) * k, kind))
+    g = ember.zeros(0, 2, *spatial, dtype=F64, requires_grad=True)
+    pad_op(kind, k)(g, (1, 2) * k).sum().backward()
+    assert g.grad.shape == g.shape
+
+
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+def test_realistic_sizes_forward_and_backward_at_1_2_3_threads(kind, threads):
+    # 96 planes of 40x50 padded to 46x57: above 4 grains, so rows and planes split over threads
+    a = values((4, 24, 40, 50), 4).astype(np.float32)
+    padding = (3, 4, 2, 4)
+    assert a.size > 4 * GRAIN
+    x = ember.tensor(a, requires_grad=True)
+    y = pad_op(kind, 2)(x, padding)
+    np.testing.assert_array_equal(y.detach().numpy(), np_edge_pad(a, padding, kind))
+    g = values(y.shape, 5).astype(np.float32)
+    y.backward(ember.tensor(g))
+    want = np_pad_backward(g.astype(np.float64), a.shape, padding, kind)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-5)
+    if torch is not None:
+        tx = torch.tensor(a, requires_grad=True)
+        getattr(torch._C._nn, f"{kind}_pad2d")(tx, padding).backward(torch.tensor(g))
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def np_pad_backward(g, shape, padding, kind):
+    """The pads' gradient: each output element added at the input position np.pad read it from."""
+    index = np.arange(int(np.prod(shape))).reshape(shape)
+    src = np_edge_pad(index, padding, kind)
+    return np.bincount(src.ravel(), weights=g.ravel(), minlength=index.size).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16, ember.float32])
+def test_backward_of_narrow_floats_accumulates_in_float(dtype):
+    a = values((2, 3, 9), 6)
+    x = ember.tensor(a).to(dtype).requires_grad_(True)
+    y = NN.reflection_pad1d(x, (5, 6))
+    g = values(y.shape, 7)
+    y.backward(ember.tensor(g).to(dtype))
+    want = np_pad_backward(ember.tensor(g).to(dtype).to(F64).numpy(), a.shape, (5, 6), "reflection")
+    assert x.grad.dtype == dtype
+    np.testing.assert_allclose(x.grad.to(F64).numpy(), want, rtol=1e-2 if dtype == ember.bfloat16 else 2e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+@pytest.mark.parametrize("k,shape,padding", [(1, (2, 5), (3, -1)), (2, (1, 4, 4), (2, 1, -1, 3)), (3, (1, 3, 3, 4), (1, 2, 2, 0, 1, 2))])
+def test_gradients_gradgrad_and_jvps(kind, k, shape, padding):
+    x = t64(values(shape, 8))
+    fn = lambda t: pad_op(kind, k)(t, padding) ** 2
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+
+
+@pytest.mark.parametrize("reflect", [True, False])
+def test_pad_backward_op_is_differentiable(reflect):
+    # _pad_edge_backward's own derivative is the forward pad (double backward of the pads)
+    g = t64(values((1, 2, 5, 6), 9))
+    fn = lambda t: ember._pad_edge_backward(t * t, [1, 2, 3, 3], [1, 2, 2, 0], reflect) * 3
+    assert gradcheck(fn, (g,), check_forward_ad=True)
+    assert gradgradcheck(fn, (g,), check_fwd_over_rev=True)
+
+
+def test_circular_pad_matches_numpy_wrap_and_is_differentiable():
+    a = values((2, 3, 4, 5), 10)
+    np.testing.assert_array_equal(NN._pad_circular(ember.tensor(a), (2, 3, 1, 4)).numpy(),
+                                  np.pad(a, [(0, 0), (0, 0), (1, 4), (2, 3)], mode="wrap"))
+    np.testing.assert_array_equal(F.pad(ember.tensor(a), (2, 3, 1, 4), "circular").numpy(),
+                                  np.pad(a, [(0, 0), (0, 0), (1, 4), (2, 3)], mode="wrap"))
+    x = t64(values((1, 2, 3, 4), 11))
+    fn = lambda t: NN._pad_circular(t, (1, 2, 2, -1)) ** 2
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+
+
+PAD_ERRORS = [
+    (lambda nn, x: nn.reflection_pad1d(x[0], (1, 1, 1)), RuntimeError, r"padding size is expected to be 2, but got: 3"),
+    (lambda nn, x: nn.replication_pad2d(x, (1, 1)), RuntimeError, r"padding size is expected to be 4"),
+    (lambda nn, x: nn.reflection_pad1d(x, (1, 1)), RuntimeError,
+     r"Expected 2D or 3D \(batch mode\) tensor with possibly 0 batch size and other non-zero dimensions for input, "
+     r"but got: \[1, 2, 4, 4\]"),
+    (lambda nn, x: nn.replication_pad3d(x[:, :0], (1,) * 6), RuntimeError,
+     r"Expected 4D or 5D \(batch mode\) tensor with possibly 0 batch size and other non-zero dimensions for input, "
+     r"but got: \[1, 0, 4, 4\]"),
+    (lambda nn, x: nn.reflection_pad2d(x, (4, 4, 1, 1)), RuntimeError,
+     r"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding \(4, 4\) at "
+     r"dimension 3 of input \[1, 2, 4, 4\]"),
+    (lambda nn, x: nn.reflection_pad2d(x, (1, 1, 1, 4)), RuntimeError,
+     r"Argument #6: Padding size should be less than the corresponding input dimension, but got: padding \(1, 4\) at "
+     r"dimension 2 of input \[1, 2, 4, 4\]"),
+    (lambda nn, x: nn.reflection_pad3d(x, (1, 1, 1, 1, 2, 1)), RuntimeError,
+     r"Argument #8: Padding size should be less than the corresponding input dimension, but got: padding \(2, 1\) at "
+     r"dimension 1 of input \[1, 2, 4, 4\]"),
+    (lambda nn, x: nn.replication_pad1d(x[0], (-3, -2)), RuntimeError, r"input \(W: 4\) is too small. Calculated output W: -1"),
+    (lambda nn, x: nn.reflection_pad2d(x, (-2, -2, -3, -2)), RuntimeError,
+     r"input \(H: 4, W: 4\) is too small. Calculated output H: -1 W: 0"),
+    (lambda nn, x: nn.replication_pad3d(x, (0, 0, 0, 0, -2, -1)), RuntimeError,
+     r"Trying to create tensor with negative dimension -1: \[1, -1, 4, 4\]"),
+    (lambda nn, x: nn.reflection_pad2d(x.bool(), (1, 1, 1, 1)), NotImplementedError,
+     "\"reflection_pad2d\" not implemented for 'Bool'"),
+    (lambda nn, x: nn.replication_pad1d(x[0].bool(), (1, 1)), NotImplementedError,
+     "\"replication_pad1d\" not implemented for 'Bool'"),
+]
+
+
+@pytest.mark.parametrize("fn,cls,message", PAD_ERRORS, ids=[str(i) for i in range(len(PAD_ERRORS))])
+def test_pad_errors_match_pytorch(fn, cls, message):
+    a = values((1, 2, 4, 4), 12).astype(np.float32)
+    with pytest.raises(cls, match=message):
+        fn(NN, ember.tensor(a))
+    if torch is not None:
+        with pytest.raises(cls, match=message):
+            fn(torch._C._nn, torch.tensor(a))
+
+
+def test_pad_backward_checks_its_arguments():
+    g = ember.ones(1, 2, 6, dtype=F64)
+    with pytest.raises(RuntimeError, match="is not the padded input shape"):
+        ember._pad_edge_backward(g, [1, 2, 4], [1, 2], True)
+    with pytest.raises(RuntimeError, match="reflect padding"):
+        ember._pad_edge_backward(g, [1, 2, 2], [2, 2], True)
+    with pytest.raises(NotImplementedError, match="_pad_edge_backward"):
+        ember._pad_edge_backward(g.to(ember.int64), [1, 2, 4], [1, 1], False)
+
+
+@needs_gpu
+@pytest.mark.parametrize("op", ["reflection_pad1d", "replication_pad1d"])
+def test_cuda_slot_names_the_op_and_device(op):
+    with pytest.raises(NotImplementedError, match=f"{op}: .*not implemented on cuda"):
+        getattr(NN, op)(ember.ones(2, 4).cuda(), (1, 1))
