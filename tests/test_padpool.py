@@ -1,7 +1,9 @@
 """padpool (issue 11): the reflection/replication pad kernels (1-D, 2-D, 3-D) behind F.pad, against
 NumPy's np.pad (reflect/edge/wrap) and PyTorch over dtypes, negative amounts, non-contiguous and
-channels_last-like strides, empty batches and 1-3 threads above the parallel grain; their
-gradients (gradcheck, gradgradcheck, JVPs) and PyTorch's errors."""
+channels_last-like strides, empty batches and 1-3 threads above the parallel grain; max_unpool1d/2d
+and local_response_norm; their gradients (gradcheck, gradgradcheck, JVPs) and PyTorch's errors."""
+import re
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,8 @@ HIGHER_ORDER_CASES = {
                             lambda: (t64(values((1, 2, 5, 6), 13)),), {}),
                            (lambda g: ember._pad_edge_backward(g * g, [2, 3], [-1, 3], False),
                             lambda: (t64(values((2, 5), 14)),), {})],
+    "max_unpool2d": [(lambda a: NN.max_unpool2d(a * a, ember.tensor([[[0, 7], [9, 14]], [[4, 3], [12, 15]]]), [4, 4]),
+                      lambda: (t64(values((2, 2, 2), 15)),), {})],
 }
 JVP_CHECKED = set(HIGHER_ORDER_CASES)
 
@@ -233,3 +237,138 @@ def test_pad_backward_checks_its_arguments():
 def test_cuda_slot_names_the_op_and_device(op):
     with pytest.raises(NotImplementedError, match=f"{op}: .*not implemented on cuda"):
         getattr(NN, op)(ember.ones(2, 4).cuda(), (1, 1))
+
+
+# ---------------------------------------------------------------- max_unpool
+def np_unpool(a, idx, oh, ow):
+    planes = a.reshape(-1, a.shape[-2] * a.shape[-1])
+    out = np.zeros((planes.shape[0], oh * ow), a.dtype)
+    np.put_along_axis(out, idx.reshape(planes.shape), planes, axis=1)
+    return out.reshape(*a.shape[:-2], oh, ow)
+
+
+def pooled(shape, k, s=None, p=0, seed=16):
+    """A max_pool2d result and its indices, from distinct values (no ties)."""
+    a = np.random.default_rng(seed).permutation(int(np.prod(shape))).reshape(shape) / 7.0
+    y, i = F.max_pool2d(ember.tensor(a), k, s, p, return_indices=True)
+    return a, y.numpy(), i.numpy()
+
+
+@pytest.mark.parametrize("shape,k,s,p,out", [((2, 3, 6, 8), 2, None, 0, None), ((1, 2, 7, 7), 3, 2, 1, None),
+                                             ((3, 5, 6), 2, None, 0, (5, 7)), ((2, 2, 5, 5), (2, 3), (2, 1), 0, (1, 2, 5, 5))])
+def test_max_unpool2d_puts_values_back(shape, k, s, p, out):
+    _, y, i = pooled(shape, k, s, p)
+    got = F.max_unpool2d(ember.tensor(y), ember.tensor(i), k, s, p, out)
+    size = got.shape[-2:]
+    np.testing.assert_array_equal(got.numpy(), np_unpool(y, i, *size))
+    if torch is not None:
+        want = TF.max_unpool2d(torch.tensor(y), torch.tensor(i), k, s, p, out)
+        assert tuple(want.shape) == tuple(got.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for dtype in (ember.float16, ember.bfloat16, ember.float32):
+        np.testing.assert_array_equal(F.max_unpool2d(ember.tensor(y).to(dtype), ember.tensor(i), k, s, p, out)
+                                      .to(F64).numpy(), np_unpool(ember.tensor(y).to(dtype).to(F64).numpy(), i, *size))
+
+
+def test_max_unpool2d_non_contiguous_empty_batch_and_threads(threads):
+    _, y, i = pooled((4, 32, 40, 40), 2, seed=17)      # 51200 pooled elements into 204800: past the grain
+    ty, ti = ember.tensor(np.ascontiguousarray(np.swapaxes(y, -1, -2))).transpose(-1, -2), ember.tensor(i)
+    assert not ty.is_contiguous()
+    np.testing.assert_array_equal(F.max_unpool2d(ty, ti, 2).numpy(), np_unpool(y, i, 40, 40))
+    assert F.max_unpool2d(ember.zeros(0, 2, 2, 2), ember.zeros(0, 2, 2, 2, dtype=ember.int64), 2).shape == (0, 2, 4, 4)
+
+
+def test_max_unpool1d_matches_torch():
+    a = np.random.default_rng(18).permutation(2 * 3 * 9).reshape(2, 3, 9) / 5.0
+    y, i = F.max_pool1d(ember.tensor(a), 3, 2, 1, return_indices=True)
+    got = F.max_unpool1d(y, i, 3, 2, 1)
+    assert got.shape == (2, 3, 9)
+    np.testing.assert_array_equal(got.numpy(), np_unpool(y.numpy()[..., None], i.numpy()[..., None], 9, 1)[..., 0])
+    assert F.max_unpool1d(y[0], i[0], 3, 2, 1, output_size=[10]).shape == (3, 10)
+    if torch is not None:
+        ty, ti = TF.max_pool1d(torch.tensor(a), 3, 2, 1, return_indices=True)
+        np.testing.assert_array_equal(got.numpy(), TF.max_unpool1d(ty, ti, 3, 2, 1).numpy())
+
+
+def test_max_unpool_gradients_gradgrad_and_jvps():
+    _, y, i = pooled((1, 2, 4, 6), 2, seed=19)
+    idx = ember.tensor(i)
+    fn = lambda t: F.max_unpool2d(t, idx, 2) ** 2
+    assert gradcheck(fn, (t64(y),), check_forward_ad=True)
+    assert gradgradcheck(fn, (t64(y),), check_fwd_over_rev=True)
+    # unpool after pool: the pool's gradient flows back through both
+    x = t64(values((1, 2, 4, 6), 20))
+    round_trip = lambda t: F.max_unpool2d(*F.max_pool2d(t, 2, return_indices=True), 2) * t
+    assert gradcheck(round_trip, (x,), check_forward_ad=True)
+    assert gradgradcheck(round_trip, (x,))
+
+
+UNPOOL_ERRORS = [
+    (lambda F, y, i: F.max_unpool2d(y, i * 3, 2), RuntimeError, r"Found an invalid max index: 45 \(output volumes are of size 4x4"),
+    (lambda F, y, i: F.max_unpool2d(y, -i, 2), RuntimeError, r"Found an invalid max index: -\d+ \(output volumes are of size 4x4"),
+    (lambda F, y, i: F.max_unpool2d(y, i.int(), 2), RuntimeError, "elements in indices should be type int64 but got: Int"),
+    (lambda F, y, i: F.max_unpool2d(y, i[..., :1], 2), RuntimeError,
+     r"Expected shape of indices to be same as that of the input tensor \(\[1, 1, 2, 2\]\) but got indices tensor with "
+     r"shape: \[1, 1, 2, 1\]"),
+    (lambda F, y, i: F.max_unpool2d(y[0, 0], i[0, 0], 2), RuntimeError,
+     "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with 2 dimensions."),
+    (lambda F, y, i: F.max_unpool2d(y[:, :0], i[:, :0], 2), RuntimeError,
+     r"max_unpooling2d_forward_out_cpu\(\): Expected input to have non-zero size for non-batch dimensions, but got "
+     r"\[1, 0, 2, 2\] with dimension 1 being empty."),
+    (lambda F, y, i: F.max_unpool2d(y, i, 2, output_size=(7, 7)), ValueError,
+     r'invalid output_size "\[7, 7\]" \(dim 0 must be between 2 and 6\)'),
+    (lambda F, y, i: F.max_unpool2d(y, i, 2, output_size=(1, 5, 5)), ValueError,
+     "output_size should be a sequence containing 2 or 4 elements, but it has a length of '3'"),
+    (lambda F, y, i: F.max_unpool2d(y.to(i.dtype), i, 2), NotImplementedError, "\"max_unpool2d\" not implemented for 'Long'"),
+    (lambda F, y, i: F.max_unpool1d(y[0], i[0], 2), RuntimeError, r"Found an invalid max index: 15 \(output volumes are of size 4x1"),
+]
+
+
+@pytest.mark.parametrize("fn,cls,message", UNPOOL_ERRORS, ids=[str(i) for i in range(len(UNPOOL_ERRORS))])
+def test_max_unpool_errors_match_pytorch(fn, cls, message):
+    a = np.arange(16.0).reshape(1, 1, 4, 4)
+    y, i = F.max_pool2d(ember.tensor(a), 2, return_indices=True)
+    with pytest.raises(cls, match=message):
+        fn(F, y, i)
+    if torch is not None:
+        ty, ti = TF.max_pool2d(torch.tensor(a), 2, return_indices=True)
+        # which bad index torch names depends on its dtype's code path; the wording does not
+        loose = re.sub(r"index: -?\d+", r"index: -?\\d+", message).replace("\\[7, 7\\]", "\\(7, 7\\)")
+        with pytest.raises(cls, match=loose):
+            fn(TF, ty, ti)
+
+
+# ---------------------------------------------------------------- local_response_norm
+def np_lrn(a, size, alpha, beta, k):
+    c = a.shape[1]
+    sq = np.pad(a * a, [(0, 0), (size // 2, (size - 1) // 2)] + [(0, 0)] * (a.ndim - 2))
+    mean = sum(sq[:, j:j + c] for j in range(size)) / size
+    return a / (k + alpha * mean) ** beta
+
+
+@pytest.mark.parametrize("shape,size", [((2, 5, 7), 3), ((2, 6, 4, 5), 4), ((1, 4, 3, 2, 3), 5), ((2, 3, 4), 1)])
+def test_local_response_norm_matches_numpy_and_torch(shape, size):
+    a = values(shape, 21)
+    got = F.local_response_norm(ember.tensor(a), size, 0.3, 0.6, 1.5)
+    np.testing.assert_allclose(got.numpy(), np_lrn(a, size, 0.3, 0.6, 1.5), rtol=1e-12)
+    assert F.local_response_norm(ember.tensor(a).float(), size).dtype == ember.float32
+    if torch is not None:
+        np.testing.assert_allclose(got.numpy(), TF.local_response_norm(torch.tensor(a), size, 0.3, 0.6, 1.5).numpy(),
+                                   rtol=1e-12)
+
+
+def test_local_response_norm_gradients_and_errors():
+    x = t64(values((1, 4, 3, 2), 22))
+    fn = lambda t: F.local_response_norm(t, 3, 0.5, 0.75, 1.0)
+    assert gradcheck(fn, (x,), check_forward_ad=True)
+    assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+    empty = ember.ones(0, 3, 4)
+    assert F.local_response_norm(empty, 2) is empty
+    with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality +input \(got 2 dimensions\)"):
+        F.local_response_norm(ember.ones(3, 4), 2)
+
+
+@needs_gpu
+def test_max_unpool_cuda_slot_names_the_op_and_device():
+    with pytest.raises(NotImplementedError, match="max_unpool2d: .*not implemented on cuda"):
+        NN.max_unpool2d(ember.ones(1, 2, 2).cuda(), ember.zeros(1, 2, 2, dtype=ember.int64).cuda(), [4, 4])
