@@ -41,7 +41,8 @@ LINEAR_IN = {
     "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
     "reflection_pad1d": _ALONE, "reflection_pad2d": _ALONE, "reflection_pad3d": _ALONE,  # padpool (issue 11)
     "replication_pad1d": _ALONE, "replication_pad2d": _ALONE, "replication_pad3d": _ALONE,
-    "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)],
+    "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)], "upsample_bicubic2d": _ALONE,
+    "_upsample_bicubic2d_backward": [("grad_output",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

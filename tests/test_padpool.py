@@ -1,7 +1,8 @@
 """padpool (issue 11): the reflection/replication pad kernels (1-D, 2-D, 3-D) behind F.pad, against
 NumPy's np.pad (reflect/edge/wrap) and PyTorch over dtypes, negative amounts, non-contiguous and
-channels_last-like strides, empty batches and 1-3 threads above the parallel grain; max_unpool1d/2d
-and local_response_norm; their gradients (gradcheck, gradgradcheck, JVPs) and PyTorch's errors."""
+channels_last-like strides, empty batches and 1-3 threads above the parallel grain; max_unpool1d/2d,
+local_response_norm and interpolate's bicubic mode; their gradients (gradcheck, gradgradcheck, JVPs)
+and PyTorch's errors."""
 import re
 
 import numpy as np
@@ -49,6 +50,11 @@ HIGHER_ORDER_CASES = {
                             lambda: (t64(values((2, 5), 14)),), {})],
     "max_unpool2d": [(lambda a: NN.max_unpool2d(a * a, ember.tensor([[[0, 7], [9, 14]], [[4, 3], [12, 15]]]), [4, 4]),
                       lambda: (t64(values((2, 2, 2), 15)),), {})],
+    "_upsample_bicubic2d_backward": [
+        (lambda g: ember._upsample_bicubic2d_backward(g * g, [3, 5], [1, 1, 2, 3], False), lambda: (t64(values((1, 1, 3, 5), 23)),), {}),
+        (lambda g: ember._upsample_bicubic2d_backward(g * g, [4, 2], [1, 2, 3, 3], True), lambda: (t64(values((1, 2, 4, 2), 24)),), {}),
+        (lambda g: ember._upsample_bicubic2d_backward(g * g, [2, 5], [1, 1, 3, 2], False, 0.7, 2.6),
+         lambda: (t64(values((1, 1, 2, 5), 25)),), {})],
 }
 JVP_CHECKED = set(HIGHER_ORDER_CASES)
 
@@ -372,3 +378,96 @@ def test_local_response_norm_gradients_and_errors():
 def test_max_unpool_cuda_slot_names_the_op_and_device():
     with pytest.raises(NotImplementedError, match="max_unpool2d: .*not implemented on cuda"):
         NN.max_unpool2d(ember.ones(1, 2, 2).cuda(), ember.zeros(1, 2, 2, dtype=ember.int64).cuda(), [4, 4])
+
+
+# ---------------------------------------------------------------- bicubic
+BICUBIC_SIZES = [dict(size=(9, 4)), dict(size=(3, 11)), dict(scale_factor=2.0), dict(scale_factor=(0.6, 1.7)),
+                 dict(scale_factor=1.5, recompute_scale_factor=True), dict(size=(1, 1))]
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw", BICUBIC_SIZES, ids=[str(k) for k in BICUBIC_SIZES])
+def test_bicubic_matches_numpy_and_torch(kw, align_corners):
+    from harness.refs import np_upsample_bicubic
+    a = values((2, 3, 5, 7), 26)
+    got = F.interpolate(ember.tensor(a), mode="bicubic", align_corners=align_corners, **kw)
+    scales = kw.get("scale_factor") if not kw.get("recompute_scale_factor") else None
+    scales = (scales, scales) if isinstance(scales, float) else (scales or (None, None))
+    np.testing.assert_allclose(got.numpy(), np_upsample_bicubic(a, got.shape[-2:], align_corners, *scales), rtol=1e-12,
+                               atol=1e-12)
+    if torch is not None:
+        for dtype, tol in ((np.float64, 1e-12), (np.float32, 2e-6)):
+            want = TF.interpolate(torch.tensor(a.astype(dtype)), mode="bicubic", align_corners=align_corners, **kw)
+            mine = F.interpolate(ember.tensor(a.astype(dtype)), mode="bicubic", align_corners=align_corners, **kw)
+            np.testing.assert_allclose(mine.numpy(), want.numpy(), rtol=tol, atol=tol)
+        tx = torch.tensor(a, requires_grad=True)
+        ty = TF.interpolate(tx, mode="bicubic", align_corners=align_corners, **kw)
+        g = values(tuple(ty.shape), 27)
+        ty.backward(torch.tensor(g))
+        x = ember.tensor(a, requires_grad=True)
+        F.interpolate(x, mode="bicubic", align_corners=align_corners, **kw).backward(ember.tensor(g))
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_bicubic_half_types_non_contiguous_and_threads(threads):
+    from harness.refs import np_upsample_bicubic
+    a = values((3, 16, 24, 20), 28).astype(np.float32)        # 96 planes of 480 outputs x 16 reads: past the grain
+    x = ember.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2).requires_grad_(True)
+    y = F.interpolate(x, size=(31, 13), mode="bicubic")
+    np.testing.assert_allclose(y.detach().numpy(), np_upsample_bicubic(a, (31, 13), False), rtol=1e-5, atol=1e-5)
+    g = values(y.shape, 29).astype(np.float32)
+    y.backward(ember.tensor(g))
+    if torch is not None:
+        tx = torch.tensor(a, requires_grad=True)
+        TF.interpolate(tx, size=(31, 13), mode="bicubic").backward(torch.tensor(g))
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    for dtype in (ember.float16, ember.bfloat16):
+        h = ember.tensor(a[:1, :2]).to(dtype)
+        out = F.interpolate(h, scale_factor=1.5, mode="bicubic", align_corners=True)
+        assert out.dtype == dtype
+        want = np_upsample_bicubic(h.float().numpy(), out.shape[-2:], True, 1.5, 1.5)
+        np.testing.assert_allclose(out.float().numpy(), want, rtol=1e-2, atol=2e-2)
+
+
+def test_bicubic_gradients_gradgrad_and_jvps():
+    x = t64(values((1, 2, 3, 4), 30))
+    for fn in (lambda t: F.interpolate(t, size=(5, 3), mode="bicubic") ** 2,
+               lambda t: F.interpolate(t, scale_factor=1.7, mode="bicubic", align_corners=True) * t.sum()):
+        assert gradcheck(fn, (x,), check_forward_ad=True)
+        assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+    for fn, args, _ in HIGHER_ORDER_CASES["_upsample_bicubic2d_backward"]:
+        assert gradcheck(fn, args(), check_forward_ad=True)
+
+
+BICUBIC_ERRORS = [
+    (lambda F, x: F.interpolate(x, size=(0, 3), mode="bicubic"), RuntimeError,
+     r"Input and output sizes should be greater than 0, but got input \(H: 3, W: 4\) output \(H: 0, W: 3\)"),
+    (lambda F, x: F.interpolate(x[:, :, :0], size=(2, 3), mode="bicubic"), RuntimeError,
+     r"Input and output sizes should be greater than 0, but got input \(H: 0, W: 4\) output \(H: 2, W: 3\)"),
+    (lambda F, x: F.interpolate(x[0], size=4, mode="bicubic"), NotImplementedError,
+     r"Input Error: Only 3D, 4D and 5D input Tensors supported \(got 3D\)"),
+    (lambda F, x: F.interpolate(x, size=4, mode="bicubic", align_corners=False, antialias=True), NotImplementedError, None),
+    (lambda F, x: F.interpolate(x.long(), size=4, mode="bicubic"), NotImplementedError, "not implemented for 'Long'"),
+]
+
+
+@pytest.mark.parametrize("fn,cls,message", BICUBIC_ERRORS, ids=[str(i) for i in range(len(BICUBIC_ERRORS))])
+def test_bicubic_errors_match_pytorch(fn, cls, message):
+    a = values((1, 2, 3, 4), 31).astype(np.float32)
+    with pytest.raises(cls, match=message):
+        fn(F, ember.tensor(a))
+    if torch is not None and message is not None:
+        with pytest.raises(cls, match=message):
+            fn(TF, torch.tensor(a))
+    with pytest.raises(RuntimeError, match="It is expected output_size equals to 2, but got size 1"):
+        NN.upsample_bicubic2d(ember.tensor(a), [5], False)
+    with pytest.raises(RuntimeError, match="It is expected input_size equals to 4, but got size 3"):
+        NN.upsample_bicubic2d(ember.tensor(a[0]), [5, 6], False)
+    with pytest.raises(RuntimeError, match="is not the resampled shape"):
+        ember._upsample_bicubic2d_backward(ember.ones(1, 2, 3, 3), [5, 6], [1, 2, 3, 4], False)
+
+
+@needs_gpu
+def test_bicubic_cuda_slot_names_the_op_and_device():
+    with pytest.raises(NotImplementedError, match="upsample_bicubic2d: .*not implemented on cuda"):
+        F.interpolate(ember.ones(1, 1, 4, 4).cuda(), scale_factor=2, mode="bicubic")

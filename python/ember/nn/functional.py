@@ -543,7 +543,7 @@ def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resamples the spatial dims (after batch and channel) of a 3-D or 4-D input to `size` or by
-    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D) or 'area'."""
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D) or 'area'."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
@@ -562,10 +562,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
         h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
         return _C._upsample(input, output_size, True, False, align_corners, h, w)
+    if ndim == 4 and mode == "bicubic":
+        h, w = tuple(scales) if scales else (None, None)
+        return _nn.upsample_bicubic2d(input, output_size, align_corners, h, w)
     if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
         needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
-    if mode in ("bicubic", "trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
+    if mode in ("trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
         raise NotImplementedError(f"interpolate: mode '{mode}' of a {ndim}D input is not implemented in ember")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
