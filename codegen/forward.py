@@ -42,6 +42,10 @@ LINEAR_IN = {
     "nll_loss_nd": [("self",)], "_nll_loss_backward": [("grad_output",)],  # losses-classification (issue 11)
     "_apply_loss_reduction": _ALONE, "_binary_cross_entropy_backward": [("grad_output",)],
     "_binary_cross_entropy_target_backward": [("grad_output",)],
+    "reflection_pad1d": _ALONE, "reflection_pad2d": _ALONE, "reflection_pad3d": _ALONE,  # padpool (issue 11)
+    "replication_pad1d": _ALONE, "replication_pad2d": _ALONE, "replication_pad3d": _ALONE,
+    "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)], "upsample_bicubic2d": _ALONE,
+    "_upsample_bicubic2d_backward": [("grad_output",)],
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -23,6 +23,7 @@ from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_losses_classification import GRAD_CASES as LOSS_CLS_CASES
 from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
 from test_losses_regression import GRAD_CASES as LOSSREG_CASES
+from test_padpool import JVP_CHECKED as PADPOOL_JVP_CHECKED
 
 try:
     import torch
@@ -104,6 +105,7 @@ OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/tes
 OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests/test_sort.py
 OWN_CHECKS |= set(LOSS_CLS_CASES)  # losses-classification (issue 11): tests/test_losses_classification.py
 OWN_CHECKS |= set(LOSSREG_CASES)  # losses-regression (issue 11): tests/test_losses_regression.py
+OWN_CHECKS |= PADPOOL_JVP_CHECKED  # padpool (issue 11): JVPs checked in tests/test_padpool.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

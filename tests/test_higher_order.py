@@ -18,6 +18,7 @@ from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
 from test_sort import INDEX_RESULT_CASES as SORT_INDEX_CASES
 from test_losses_classification import GRAD_CASES as LOSS_CLS_CASES
 from test_losses_regression import GRAD_CASES as LOSSREG_CASES
+from test_padpool import HIGHER_ORDER_CASES as PADPOOL_CASES
 
 try:
     import torch
@@ -219,6 +220,7 @@ NOT_IN_HARNESS = {
     **LAPACK_CASES,  # lapack (issue 11): square and structured matrices, cases in tests/test_lapack.py
     **LOSS_CLS_CASES,  # losses-classification (issue 11): class targets, optional weights (tests/test_losses_classification.py)
     **LOSSREG_CASES,  # losses-regression (issue 11): three tensors or no promotion (tests/test_losses_regression.py)
+    **PADPOOL_CASES,  # padpool (issue 11): private gradients and index arguments, cases in tests/test_padpool.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -298,6 +298,8 @@ def goals(corename):
              "ember/torch time", "<=", 1 / 1.2),
         Goal("sort/topk", ("sort 1e6", "topk 1e6 k=100"), "torch", "ember/torch GB/s", ">=", 1.2),
         Goal("mse_loss", ("mse_loss fwd+bwd 1e7",), "torch", "ember/torch time", "<=", 1 / 1.2),
+        Goal("pad reflect", ("pad reflect b8 64ch 224x224 p3 fwd", "pad reflect b8 64ch 224x224 p3 fwd+bwd"), "torch",
+             "ember/torch time", "<=", 1 / 1.2),
     ]
 
 

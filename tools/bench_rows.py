@@ -363,7 +363,8 @@ def all_benches():
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
-            + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches())
+            + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
+            + padpool_benches())
 
 
 def loss_benches():
@@ -659,3 +660,30 @@ def regression_loss_benches():
         return step
 
     return [Bench("losses", "mse_loss fwd+bwd 1e7", "ms", build, columns=TORCHLIKE_COLUMNS)]
+# ---------------------------------------------------------------- padpool (issue 11)
+def padpool_benches():
+    """F.pad reflect by 3 on every side of b8 x 64 ch x 224x224 float32 (a 7x7 conv stem's padding), forward
+    and forward+backward (backward from a fixed gradient of the padded shape)."""
+    shape, p = (8, 64, 224, 224), 3
+
+    def build(backward):
+        def make(lib):
+            if lib.is_numpy:
+                return None
+            x = lib.randn(*shape)
+            pad = lib.mod.nn.functional.pad
+            if not backward:
+                return lambda: pad(x, (p,) * 4, mode="reflect")
+            x.requires_grad_(True)
+            g = lib.randn(*shape[:2], shape[2] + 2 * p, shape[3] + 2 * p)
+
+            def step():
+                x.grad = None
+                pad(x, (p,) * 4, mode="reflect").backward(g)
+            return step
+        return make
+
+    section = "padpool"
+    name = f"pad reflect b{shape[0]} {shape[1]}ch {shape[2]}x{shape[3]} p{p}"
+    return [Bench(section, f"{name} fwd", "ms", build(False), columns=TORCHLIKE_COLUMNS),
+            Bench(section, f"{name} fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]

@@ -539,6 +539,32 @@ def np_upsample(a, output_size, linear, exact=False, align_corners=False, scales
 
 
 HELPERS.update({"np_upsample": np_upsample})
+
+
+def np_upsample_bicubic(a, output_size, align_corners, scales_h=None, scales_w=None):
+    """upsample_bicubic2d (padpool, issue 11): Keys' cubic (A = -0.75) over 4 clamped neighbours per dim."""
+    a = np.asarray(a)
+    acc = np.float64 if a.dtype == np.float64 else np.float32
+    A = acc(-0.75)
+    near = lambda x: ((A + 2) * x - (A + 3)) * x * x + 1
+    far = lambda x: ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    for dim, n_out, scale in ((a.ndim - 1, output_size[1], scales_w), (a.ndim - 2, output_size[0], scales_h)):
+        n_in = a.shape[dim]
+        j = np.arange(n_out, dtype=acc)
+        if align_corners:
+            src = j * (acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0))
+        else:
+            src = (j + acc(0.5)) * _resample_scale(scale, n_in, n_out, acc) - acc(0.5)
+        at = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        t = np.clip(src - at, 0, 1)
+        shape = [1] * a.ndim
+        shape[dim] = n_out
+        a = sum(np.take(a, np.clip(at - 1 + k, 0, n_in - 1), axis=dim) * w.reshape(shape)
+                for k, w in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))))
+    return a
+
+
+HELPERS.update({"np_upsample_bicubic": np_upsample_bicubic})
 def np_lerp(a, b, weight):
     """torch.lerp's two-sided form (exact at weight 0 and 1)."""
     a, b, w = np.asarray(a), np.asarray(b), np.asarray(weight)

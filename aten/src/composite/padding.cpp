@@ -1,7 +1,7 @@
 // Padding and pixel shuffles, composites of ember ops (so autograd and forward AD come
-// through them): constant padding crops with narrow and pads with cat; reflect, replicate and
-// circular read each output position from an index map per dim (index_select), which also
-// crops for negative amounts, as PyTorch's.
+// through them): constant and circular padding crop with narrow and pad with cat (circular
+// with copies of the wrapped slices, as PyTorch's _pad_circular); reflect and replicate call
+// the reflection_padNd / replication_padNd kernels.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -11,16 +11,23 @@
 #include "ember/dispatch.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/ops/_pad_circular.h"
+#include "ember/ops/_pad_edge.h"
 #include "ember/ops/cat.h"
 #include "ember/ops/clone.h"
 #include "ember/ops/constant_pad_nd.h"
 #include "ember/ops/full.h"
-#include "ember/ops/index_select.h"
 #include "ember/ops/narrow.h"
 #include "ember/ops/pad.h"
 #include "ember/ops/permute.h"
 #include "ember/ops/pixel_shuffle.h"
 #include "ember/ops/pixel_unshuffle.h"
+#include "ember/ops/reflection_pad1d.h"
+#include "ember/ops/reflection_pad2d.h"
+#include "ember/ops/reflection_pad3d.h"
+#include "ember/ops/replication_pad1d.h"
+#include "ember/ops/replication_pad2d.h"
+#include "ember/ops/replication_pad3d.h"
 #include "ember/ops/reshape.h"
 #include "ember/tensor.h"
 
@@ -32,59 +39,6 @@ Scalar fill_for(const Scalar& value, ScalarType dtype) {
   if (dtype == ScalarType::Bool) return Scalar(value.to_bool());
   if (!is_floating(dtype)) return Scalar(value.to_int());
   return Scalar(value.to_double());
-}
-
-// The input position each output position of a dim of `n` elements reads. Circular padding
-// wraps around what is left after cropping, as PyTorch's (it copies within the output).
-std::vector<int64_t> source_positions(int64_t n, int64_t left, int64_t right, const std::string& mode) {
-  std::vector<int64_t> src;
-  // one allocation up front: an absurd size fails here instead of looping
-  src.reserve(checked_add(n, checked_add(std::max<int64_t>(left, 0), std::max<int64_t>(right, 0), "pad"), "pad"));
-  if (mode == "circular") {
-    const int64_t crop_left = std::max<int64_t>(-left, 0), kept = n - crop_left - std::max<int64_t>(-right, 0);
-    const int64_t pad_left = std::max<int64_t>(left, 0), size = kept + pad_left + std::max<int64_t>(right, 0);
-    for (int64_t j = 0; j < size; ++j) src.push_back(crop_left + (((j - pad_left) % kept) + kept) % kept);
-    return src;
-  }
-  for (int64_t p = -left; p < n + right; ++p) {
-    int64_t q = p;
-    if (mode == "reflect") {
-      q = q < 0 ? -q : q;
-      if (q >= n) q = 2 * (n - 1) - q;
-    } else {  // replicate
-      q = q < 0 ? 0 : (q >= n ? n - 1 : q);
-    }
-    src.push_back(q);
-  }
-  return src;
-}
-
-Tensor index_tensor(const std::vector<int64_t>& v, Device device) {
-  Tensor t = empty_tensor({(int64_t)v.size()}, ScalarType::Int64, Device());
-  std::copy(v.begin(), v.end(), t.data<int64_t>());
-  return device == Device() ? t : copy_to(t, device, ScalarType::Int64);
-}
-
-Tensor pad_by_index(const Tensor& self, const IntList& pad, const std::string& mode) {
-  const int64_t nd = self.dim(), pairs = (int64_t)pad.size() / 2;
-  Tensor out = self;
-  for (int64_t i = 0; i < pairs; ++i) {
-    const int64_t dim = nd - 1 - i, n = self.size(dim), left = pad[2 * i], right = pad[2 * i + 1];
-    if (mode == "reflect")
-      EMBER_CHECK(left < n && right < n, Runtime, "Argument #4: Padding size should be less than the corresponding "
-                  "input dimension, but got: padding (", left, ", ", right, ") at dimension ", dim, " of input ",
-                  shape_str(self.sizes()));
-    if (mode == "circular")
-      EMBER_CHECK(left <= n && right <= n, Runtime, "Padding value causes wrapping around more than once.");
-    EMBER_CHECK(n + left + right >= 0, Runtime, "narrow(): length must be non-negative.");
-    if (mode == "circular")
-      EMBER_CHECK(n + std::min<int64_t>(left, 0) + std::min<int64_t>(right, 0) > 0, Runtime,
-                  "Negative padding value is resulting in an empty dimension.");
-    EMBER_CHECK(n > 0 || n + left + right == 0, Runtime, mode, " padding of an empty dim ", dim, " of input ",
-                shape_str(self.sizes()));
-    out = ember::index_select(out, dim, index_tensor(source_positions(n, left, right, mode), self.device()));
-  }
-  return out;
 }
 
 }  // namespace
@@ -133,7 +87,43 @@ Tensor pad(const Tensor& self, const IntList& pad, const std::string& mode, std:
   const int64_t n = (int64_t)pad.size(), nd = self.dim();
   EMBER_CHECK((n == 2 && (nd == 2 || nd == 3)) || (n == 4 && (nd == 3 || nd == 4)) || (n == 6 && (nd == 4 || nd == 5)),
               NotImplemented, "Padding size ", n, " is not supported for ", nd, "D input tensor.");
-  return pad_by_index(self, pad, mode);
+  if (mode == "circular") return ember::_pad_circular(self, pad);
+  return ember::_pad_edge(self, pad, mode == "reflect");
+}
+
+Tensor _pad_edge(const Tensor& self, const IntList& padding, bool reflect) {
+  switch (padding.size()) {
+    case 2: return reflect ? ember::reflection_pad1d(self, padding) : ember::replication_pad1d(self, padding);
+    case 4: return reflect ? ember::reflection_pad2d(self, padding) : ember::replication_pad2d(self, padding);
+    case 6: return reflect ? ember::reflection_pad3d(self, padding) : ember::replication_pad3d(self, padding);
+    default: EMBER_FAIL(Runtime, "_pad_edge: expected 2, 4 or 6 padding amounts, got ", padding.size());
+  }
+}
+
+Tensor _pad_circular(const Tensor& self, const IntList& pad) {
+  EMBER_CHECK(pad.size() % 2 == 0, Runtime, "Padding length must be divisible by 2");
+  EMBER_CHECK((int64_t)pad.size() / 2 <= self.dim(), Runtime,
+              "Padding length should be less than or equal to two times the input dimension but got padding length ",
+              pad.size(), " and input of dimension ", self.dim());
+  const int64_t nd = self.dim();
+  Tensor out = self;
+  bool copied = false;
+  for (int64_t i = 0; i < (int64_t)pad.size() / 2; ++i) {
+    const int64_t dim = nd - 1 - i, n = self.size(dim), left = pad[2 * i], right = pad[2 * i + 1];
+    EMBER_CHECK(left <= n && right <= n, Runtime, "Padding value causes wrapping around more than once.");
+    EMBER_CHECK(n + left + right >= 0, Runtime, "narrow(): length must be non-negative.");
+    const int64_t crop_left = std::max<int64_t>(-left, 0), kept = n - crop_left - std::max<int64_t>(-right, 0);
+    EMBER_CHECK(kept > 0, Runtime, "Negative padding value is resulting in an empty dimension.");
+    // PyTorch copies the wrapped slices out of the cropped part, which then overlap the destination
+    EMBER_CHECK(left <= kept && right <= kept, Runtime, "Padding value causes wrapping around more than once.");
+    if (kept != n) out = ember::narrow(out, dim, crop_left, kept);
+    std::vector<Tensor> parts;
+    if (left > 0) parts.push_back(ember::narrow(out, dim, kept - left, left));
+    parts.push_back(out);
+    if (right > 0) parts.push_back(ember::narrow(out, dim, 0, right));
+    if (parts.size() > 1) out = ember::cat(parts, dim), copied = true;
+  }
+  return copied ? out : ember::clone(out);
 }
 
 Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {

@@ -558,7 +558,7 @@ def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resamples the spatial dims (after batch and channel) of a 3-D or 4-D input to `size` or by
-    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D) or 'area'."""
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D) or 'area'."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
@@ -577,10 +577,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
         h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
         return _C._upsample(input, output_size, True, False, align_corners, h, w)
+    if ndim == 4 and mode == "bicubic":
+        h, w = tuple(scales) if scales else (None, None)
+        return _nn.upsample_bicubic2d(input, output_size, align_corners, h, w)
     if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
         needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
-    if mode in ("bicubic", "trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
+    if mode in ("trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
         raise NotImplementedError(f"interpolate: mode '{mode}' of a {ndim}D input is not implemented in ember")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
@@ -604,3 +607,72 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------- padpool (issue 11)
+# torch.nn.functional's Python over ember._C._nn.max_unpool2d and avg_pool2d.
+__all__ += ["local_response_norm", "max_unpool1d", "max_unpool2d"]
+
+
+def _ntuple(value, n):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * n
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """PyTorch's: the default output size of the pool being inverted, or `output_size` checked against it."""
+    default_size = [(input.size(d - len(kernel_size)) - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+                    for d in range(len(kernel_size))]
+    if output_size is None:
+        ret = default_size
+    else:
+        output_size = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+        if len(output_size) == len(kernel_size) + 2:
+            output_size = output_size[2:]
+        if len(output_size) != len(kernel_size):
+            raise ValueError(f"output_size should be a sequence containing {len(kernel_size)} or "
+                             f"{len(kernel_size) + 2} elements, but it has a length of '{len(output_size)}'")
+        for d in range(len(kernel_size)):
+            min_size, max_size = default_size[d] - stride[d], default_size[d] + stride[d]
+            if not min_size < output_size[d] < max_size:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
+                                 f'{max_size})')
+        ret = output_size
+    for d in range(len(kernel_size)):
+        if ret[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={ret[d]}")
+    return ret
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each element put back at its index, zeros elsewhere."""
+    kernel_size = _ntuple(kernel_size, 1)
+    stride = kernel_size if stride is None else _ntuple(stride, 1)
+    size = _unpool_output_size(input, kernel_size, stride, _ntuple(padding, 1), output_size)
+    return _nn.max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), list(size) + [1]).squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: each element put back at its index, zeros elsewhere."""
+    kernel_size = _ntuple(kernel_size, 2)
+    stride = kernel_size if stride is None else _ntuple(stride, 2)
+    return _nn.max_unpool2d(input, indices,
+                            _unpool_output_size(input, kernel_size, stride, _ntuple(padding, 2), output_size))
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta, as PyTorch's (channels in dim 1)."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    # PyTorch pools 4-D and larger inputs with avg_pool3d over (size, 1, 1): the same as avg_pool2d
+    # over (size, 1) with the trailing dims flattened into one.
+    sizes = input.size()
+    div = div.reshape(sizes[0], 1, sizes[1], -1)
+    div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(div, (size, 1), stride=1).squeeze(1).reshape(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
