@@ -106,6 +106,42 @@ def test_realistic_size_at_1_2_3_threads():
         ember.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("L, S", [(300, 520), (520, 300), (QUERY_BLOCK * 3 + 1, QUERY_BLOCK * 3 + 1)])
+def test_one_batch_entry_split_by_cost_across_threads(threads, L, S):
+    """One (batch, head): the kernel splits its query tiles by cost (causal tiles differ), so every thread
+    count cuts the rows elsewhere; causal with L != S is top-left aligned (rows past S see every key)."""
+    rng = np.random.default_rng(L + S)
+    q, k, v = randn(rng, 1, L, 64), randn(rng, 1, S, 64), randn(rng, 1, S, 32)
+    bool_mask = rng.random((L, S)) > 0.2
+    float_mask = randn(rng, L, S)
+    np.testing.assert_allclose(run(q, k, v, is_causal=True), np_sdpa(q, k, v, causal=True), rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(run(q, k, v, attn_mask=bool_mask), np_sdpa(q, k, v, mask=bool_mask), rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(run(q, k, v, attn_mask=float_mask), np_sdpa(q, k, v, mask=float_mask),
+                               rtol=1e-4, atol=2e-5)
+
+
+def test_masked_rows_and_extreme_scores():
+    """Rows with every key masked give zeros; scores far apart (exp underflows to 0 for all but the max)."""
+    rng = np.random.default_rng(11)
+    q, k, v = randn(rng, 2, 130, 16) * 30, randn(rng, 2, 300, 16) * 30, randn(rng, 2, 300, 8)
+    mask = rng.random((130, 300)) > 0.5
+    mask[5] = False
+    mask[70, :260] = False  # its keys only in the second key block
+    mask[71, 256:] = False  # only in the first
+    ref = np_sdpa(q, k, v, mask=mask)
+    got = run(q, k, v, attn_mask=mask)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    assert (got[:, 5] == 0).all()
+    with ember.no_grad():
+        _, lse = ember._sdpa_flash(*(ember.from_numpy(x) for x in (q, k, v)), ember.from_numpy(mask), False, 0.25)
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) * 0.25
+    s = np.where(mask, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    with np.errstate(divide="ignore"):  # log(0) = -inf for the masked row
+        ref_lse = np.log(np.exp(s - np.where(np.isneginf(m), 0, m)).sum(-1)) + m[..., 0]
+    np.testing.assert_allclose(lse.numpy(), ref_lse, rtol=1e-5, atol=1e-4)
+
+
 def test_half_precision_and_dropout_take_the_math_path():
     rng = np.random.default_rng(5)
     q, k, v = randn(rng, 2, 10, 8), randn(rng, 2, 12, 8), randn(rng, 2, 12, 8)
