@@ -21,6 +21,18 @@ namespace ember::cpu {
 
 namespace attention {
 
+Tensor expand_mask(const Tensor& attn_mask, const DimVector& batch_shape, int64_t L, int64_t S, ScalarType dtype,
+                   const char* op) {
+  if (!attn_mask.defined()) return attn_mask;
+  DimVector full = batch_shape;
+  full.push_back(L);
+  full.push_back(S);
+  Tensor mask = ember::expand(attn_mask, full);
+  EMBER_CHECK(mask.dtype() == ScalarType::Bool || mask.dtype() == dtype, Runtime, op,
+              ": attn_mask must be bool or of query's dtype");
+  return mask;
+}
+
 MaskView mask_view(const Tensor& mask, const DimVector& batch_shape) {
   MaskView view;
   if (!mask.defined()) return view;
@@ -149,15 +161,7 @@ std::tuple<Tensor, Tensor> sdpa_flash_cpu(const Tensor& query, const Tensor& key
   out_shape.push_back(Ev);
   lse_shape.push_back(L);
   Tensor out = empty_tensor(out_shape, query.dtype()), lse = empty_tensor(lse_shape, query.dtype());
-  Tensor mask;
-  if (attn_mask.defined()) {
-    DimVector full = batch_shape;
-    full.push_back(L);
-    full.push_back(S);
-    mask = ember::expand(attn_mask, full);
-    EMBER_CHECK(mask.dtype() == ScalarType::Bool || mask.dtype() == query.dtype(), Runtime,
-                "_sdpa_flash: attn_mask must be bool or of query's dtype");
-  }
+  const Tensor mask = expand_mask(attn_mask, batch_shape, L, S, query.dtype(), "_sdpa_flash");
   const MaskView view = mask_view(mask, batch_shape);
   if (out.numel() == 0) return {out, lse};
   keep_blas_single_threaded();

@@ -59,7 +59,10 @@ struct MaskView {
   }
 };
 
-// `mask` (already expanded to (batch..., L, S), bool or the kernel's dtype) as a MaskView; undefined: no mask.
+// attn_mask expanded to (batch..., L, S) (undefined when it is), checked to be bool or `dtype`.
+Tensor expand_mask(const Tensor& attn_mask, const DimVector& batch_shape, int64_t L, int64_t S, ScalarType dtype,
+                   const char* op);
+// An expanded mask as a MaskView; undefined: no mask.
 MaskView mask_view(const Tensor& mask, const DimVector& batch_shape);
 
 // Splits work items 0..n (item u costing cost(u)) into at most `parts` contiguous ranges of about
