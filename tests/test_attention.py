@@ -258,6 +258,10 @@ def test_flash_backward_kernel_directly_and_its_errors():
         np.testing.assert_allclose(a.numpy(), b, rtol=1e-12, atol=1e-12)
     with pytest.raises(RuntimeError, match="_sdpa_flash_backward: grad_out, out or logsumexp does not match"):
         ember._sdpa_flash_backward(g[:, :5], q, k, v, out, lse, None, True, 0.5)
+    with pytest.raises(RuntimeError, match="_sdpa_flash_backward: key, value, grad_out, out and logsumexp must have"):
+        ember._sdpa_flash_backward(g, q, k.float(), v, out, lse, None, True, 0.5)
+    with pytest.raises(RuntimeError, match="_sdpa_flash: query, key and value must have the same dtype"):
+        ember._sdpa_flash(q.float(), k, v, None, True, 0.5)
     with pytest.raises(RuntimeError, match="_sdpa_flash_backward: mismatched key or value shape"):
         ember._sdpa_flash_backward(g, q, k, v[:, :5], out, lse, None, True, 0.5)
     empty = ember._sdpa_flash_backward(g[:, :0], q[:, :0], k, v, out[:, :0], lse[:, :0], None, False, 0.5)

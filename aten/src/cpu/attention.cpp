@@ -149,6 +149,8 @@ std::tuple<Tensor, Tensor> sdpa_flash_cpu(const Tensor& query, const Tensor& key
   const DimVector batch_shape(query.sizes().begin(), query.sizes().end() - 2);
   const int64_t L = query.size(-2), E = query.size(-1), S = key.size(-2), Ev = value.size(-1);
   EMBER_CHECK(key.size(-1) == E && value.size(-2) == S, Runtime, "_sdpa_flash: mismatched key or value shape");
+  EMBER_CHECK(key.dtype() == query.dtype() && value.dtype() == query.dtype(), Runtime,
+              "_sdpa_flash: query, key and value must have the same dtype");
   int64_t batch = 1;
   for (int64_t d = 0; d < nd - 2; ++d) {
     EMBER_CHECK(key.size(d) == query.size(d) && value.size(d) == query.size(d), Runtime,

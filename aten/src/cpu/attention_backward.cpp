@@ -163,9 +163,9 @@ std::tuple<Tensor, Tensor, Tensor> sdpa_flash_backward_cpu(const Tensor& grad_ou
   }
   EMBER_CHECK(grad_out.sizes() == out_shape && out.sizes() == out_shape && logsumexp.sizes() == lse_shape, Runtime,
               "_sdpa_flash_backward: grad_out, out or logsumexp does not match the attention's shape");
-  EMBER_CHECK(grad_out.dtype() == query.dtype() && out.dtype() == query.dtype() &&
-                  logsumexp.dtype() == query.dtype(), Runtime,
-              "_sdpa_flash_backward: grad_out, out and logsumexp must have query's dtype");
+  for (const Tensor* t : {&key, &value, &grad_out, &out, &logsumexp})
+    EMBER_CHECK(t->dtype() == query.dtype(), Runtime,
+                "_sdpa_flash_backward: key, value, grad_out, out and logsumexp must have query's dtype");
   Tensor dq = empty_tensor(query.sizes(), query.dtype()), dk = empty_tensor(key.sizes(), key.dtype()),
          dv = empty_tensor(value.sizes(), value.dtype());
   const Tensor mask = expand_mask(attn_mask, batch_shape, L, S, query.dtype(), "_sdpa_flash_backward");
