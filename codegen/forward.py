@@ -46,6 +46,7 @@ LINEAR_IN = {
     "replication_pad1d": _ALONE, "replication_pad2d": _ALONE, "replication_pad3d": _ALONE,
     "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)], "upsample_bicubic2d": _ALONE,
     "_upsample_bicubic2d_backward": [("grad_output",)],
+    "_sdpa_flash_jvp": [("query_t", "key_t", "value_t")],  # sdpa (issue 11)
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

@@ -285,6 +285,7 @@ def goals(corename):
         Goal("cross_entropy", ("cross_entropy fwd+bwd 4096x32000",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("gather/scatter_add", ("gather 1e7", "scatter_add 1e7"), "torch", "ember/torch GB/s", ">=", 1.2),
         Goal("sdpa", ("sdpa causal b8 h8 512x64",), "torch", "ember/torch time", "<=", 1 / 1.5),
+        Goal("sdpa fwd+bwd", ("sdpa causal b8 h8 512x64 fwd+bwd",), "torch", "ember/torch time", "<=", 1 / 1.2),
         Goal("conv2d fwd+bwd", tuple(conv_row_name(s, True) for s in CONV_SHAPES), "torch", "ember/torch time",
              "<=", 1.0),
         Goal("conv2d fwd", tuple(conv_row_name(s, False) for s in CONV_SHAPES), "torch", "ember/torch time",

@@ -364,7 +364,7 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches())
+            + padpool_benches() + sdpa_training_benches())
 
 
 def loss_benches():
@@ -687,3 +687,23 @@ def padpool_benches():
     name = f"pad reflect b{shape[0]} {shape[1]}ch {shape[2]}x{shape[3]} p{p}"
     return [Bench(section, f"{name} fwd", "ms", build(False), columns=TORCHLIKE_COLUMNS),
             Bench(section, f"{name} fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- sdpa (issue 11)
+def sdpa_training_benches():
+    """Issue 11's attention in training: the same causal shape, forward and backward (flash backward)."""
+    b, h, n, d = 8, 8, 512, 64
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        q, k, v = (lib.randn(b, h, n, d) for _ in range(3))
+        grad = lib.randn(b, h, n, d)
+        sdpa = lib.mod.nn.functional.scaled_dot_product_attention
+
+        def step():
+            args = [t.detach().requires_grad_() for t in (q, k, v)]
+            sdpa(*args, is_causal=True).backward(grad)
+        return step
+
+    return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d} fwd+bwd", "ms", build, columns=TORCHLIKE_COLUMNS)]
