@@ -21,6 +21,7 @@ from test_attention import ATTENTION_CASES
 from test_random import RANDOM_OP_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
+from test_lapack2 import JVP_CHECKED as LAPACK2_JVP_CHECKED
 
 try:
     import torch
@@ -99,6 +100,7 @@ OWN_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_r
                "meshgrid.indexing", "atleast_1d.Sequence", "atleast_2d.Sequence",
                "atleast_3d.Sequence"}  # index2 (issue 11): tests/test_index2*.py
 OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/test_lapack.py
+OWN_CHECKS |= LAPACK2_JVP_CHECKED  # lapack2 (issue 11): JVPs checked in tests/test_lapack2.py
 OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests/test_sort.py
 
 

@@ -15,6 +15,7 @@ from test_random import RANDOM_OP_CASES
 from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
+from test_lapack2 import HIGHER_ORDER_CASES as LAPACK2_CASES
 from test_sort import INDEX_RESULT_CASES as SORT_INDEX_CASES
 
 try:
@@ -215,6 +216,7 @@ NOT_IN_HARNESS = {
     **INDEX2_CASES,
     **SORT_INDEX_CASES,  # sort (issue 11): argsort and bucketize give indices
     **LAPACK_CASES,  # lapack (issue 11): square and structured matrices, cases in tests/test_lapack.py
+    **LAPACK2_CASES,  # lapack2 (issue 11): pinv, cond, matrix_rank, matrix_power, in tests/test_lapack2.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 
