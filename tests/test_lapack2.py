@@ -269,6 +269,79 @@ def test_matrix_power_matches_numpy(n, shape):
         np.testing.assert_array_equal(got.numpy(), np.linalg.matrix_power(ints, n_))
 
 
+# ---------------------------------------------------------------- lstsq
+def _np_lstsq(a, b, rcond=None):
+    """NumPy's per-matrix lstsq (solution, rank, singular values) over any batch."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a2 = np.broadcast_to(a, batch + a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b2 = np.broadcast_to(b, batch + b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    out = [np.linalg.lstsq(x, y, rcond=rcond) for x, y in zip(a2, b2)]
+    sol = np.stack([o[0] for o in out]).reshape(batch + (a.shape[-1], b.shape[-1]))
+    return sol, np.array([o[2] for o in out]).reshape(batch)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sa,sb", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((4, 4), (4, 1)), ((2, 6, 3), (2, 6, 4)),
+                                   ((2, 6, 3), (1, 6, 2)), ((3, 4, 2), (3, 4))])
+def test_lstsq_matches_numpy(dtype, sa, sb):
+    a, b = arr(sa, 8, dtype), arr(sb, 9, dtype)
+    vector = len(sb) == len(sa) - 1
+    want, want_rank = _np_lstsq(a.astype(np.float64), (b[..., None] if vector else b).astype(np.float64))
+    if vector:
+        want = want[..., 0]
+    for x in forms(a):
+        r = LA.lstsq(x, ember.tensor(b))
+        assert r.solution.dtype == x.dtype
+        close(r.solution, want, dtype)
+        np.testing.assert_array_equal(r.rank.numpy(), want_rank)
+        assert tuple(r.residuals.shape) == (0,) and tuple(r.singular_values.shape) == (0,)  # gelsy's
+        sol, residuals, rank, sv = LA.lstsq(x, ember.tensor(b), driver="gelsd")
+        close(sol, want, dtype)
+        close(sv, np.linalg.svd(a.astype(np.float64), compute_uv=False), dtype)
+        if sa[-2] > sa[-1]:
+            bb = b[..., None] if vector else b
+            res = ((np.matmul(a.astype(np.float64), want[..., None] if vector else want) - bb) ** 2).sum(-2)
+            close(residuals, res, dtype)
+        else:
+            assert tuple(residuals.shape) == (0,)
+
+
+def test_lstsq_rank_deficient_rcond_and_drivers():
+    a = SING[:, :2] @ np.array([[1.0, 0.5, 2.0], [0.0, 0.0, 0.0]])  # rank 1, 3 x 3
+    b = arr((3, 2), 10)
+    r = LA.lstsq(ember.tensor(a), ember.tensor(b))
+    want, _, want_rank, _ = np.linalg.lstsq(a, b, rcond=None)
+    close(r.solution, want)
+    assert r.rank.item() == want_rank == 1
+    d = np.diag([1.0, 0.1, 0.001])
+    for rcond, rank in ((0.05, 2), (0.5, 1), (None, 3)):
+        got = LA.lstsq(ember.tensor(d), ember.tensor(b), rcond)
+        assert got.rank.item() == rank
+        close(got.solution, np.linalg.lstsq(d, b, rcond=rcond if rcond is not None else -1)[0])
+    tall = arr((5, 3), 11)
+    res = LA.lstsq(ember.tensor(tall), ember.tensor(arr((5, 2), 12)), driver="gels")
+    assert tuple(res.rank.shape) == (0,) and tuple(res.residuals.shape) == (2,)
+    # A rank-deficient tall system has no residuals.
+    ones = LA.lstsq(ember.tensor(np.ones((5, 3))), ember.tensor(arr((5, 2), 12)), driver="gelsd")
+    assert tuple(ones.residuals.shape) == (0,)
+    empty = LA.lstsq(ember.zeros(0, 3, dtype=ember.float64), ember.zeros(0, 2, dtype=ember.float64))
+    assert empty.solution.numpy().tolist() == [[0.0, 0.0]] * 3 and empty.rank.item() == 0
+    wide0 = LA.lstsq(ember.zeros(4, 0, dtype=ember.float64), ember.zeros(4, 2, dtype=ember.float64), driver="gelsd")
+    assert tuple(wide0.solution.shape) == (0, 2) and wide0.residuals.numpy().tolist() == [0.0, 0.0]
+
+
+@needs_torch
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("sa,sb", [((5, 3), (5, 2)), ((3, 5), (3,)), ((2, 4, 3), (2, 4, 2)), ((2, 4, 3), (2, 4))])
+def test_lstsq_matches_torch(driver, sa, sb):
+    a, b = arr(sa, 13), arr(sb, 14)
+    got = LA.lstsq(ember.tensor(a), ember.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    for g, w in zip(got, want):
+        assert tuple(g.shape) == tuple(w.shape) and str(g.dtype)[6:] == str(w.dtype)[6:]
+        close(g, w.numpy())
+
+
 # ---------------------------------------------------------------- errors
 def _err(fn):
     try:
@@ -301,6 +374,13 @@ ERROR_CASES = {
     "matrix_power non-square": lambda m: m.linalg.matrix_power(m.ones(3, 4), 2),
     "matrix_power 1-D": lambda m: m.linalg.matrix_power(m.ones(3), 2),
     "matrix_power int negative": lambda m: m.linalg.matrix_power(m.ones(3, 3, dtype=m.int64), -1),
+    "lstsq 1-D A": lambda m: m.linalg.lstsq(m.ones(3), m.ones(3)),
+    "lstsq 0-D B": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(())),
+    "lstsq dims": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(2, 3, 2)),
+    "lstsq rows": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(4, 2)),
+    "lstsq vector rows": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(2)),
+    "lstsq dtypes": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(3, 2, dtype=m.float64)),
+    "lstsq driver": lambda m: m.linalg.lstsq(m.ones(3, 2), m.ones(3, 2), driver="foo"),
 }
 
 # Without torch, the messages of the new checks (the others are checked by the other suites).
@@ -313,6 +393,8 @@ ERROR_MESSAGES = {
     "cond fro non-square": "linalg.cond(ord=fro): A must be batches of square matrices, but they are 3 by 4 matrices",
     "matrix_power non-square": "linalg.matrix_power: A must be batches of square matrices, but they are 3 by 4",
     "matrix_power 1-D": "linalg.matrix_power: The input tensor A must have at least 2 dimensions.",
+    "lstsq rows": "torch.linalg.lstsq: input.size(-2) should match other.size(-2)",
+    "lstsq driver": "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)",
 }
 
 
@@ -366,6 +448,9 @@ HIGHER_ORDER_CASES = {
                             (lambda a: LA.matrix_power(a, -2), lambda: (_m(_A),), {}),
                             (lambda a: LA.matrix_power(a, 0) * a, lambda: (_m(_A),), {})],
     "matrix_power": [(lambda a: ember.matrix_power(a, 5), lambda: (_m(_A),), {})],
+    "linalg_lstsq": [(lambda a, b: LA.lstsq(a, b).solution, lambda: (_m(_W), _m(_W[::-1])), {}),
+                     (lambda a, b: LA.lstsq(a, b, driver="gelsd")[:2], lambda: (_m(_W), _m(_W[::-1])), {}),
+                     (lambda a, b: LA.lstsq(a, b).solution, lambda: (_m(_W).mT, _m(_A[0])), {})],
 }
 JVP_CHECKED = set(HIGHER_ORDER_CASES)  # for tests/test_forward_ad.py OWN_CHECKS
 
@@ -393,7 +478,9 @@ def test_gradients_match_torch():
     a = np.array(_W)
     cases = [(lambda m, x: m.linalg.pinv(x)), (lambda m, x: m.linalg.cond(x)),
              (lambda m, x: m.linalg.matrix_norm(x, "nuc")), (lambda m, x: m.linalg.matrix_norm(x, -2)),
-             (lambda m, x: m.linalg.matrix_power(x[:3], -2))]  # torch's cond(p=1) has no gradient (in-place fill)
+             (lambda m, x: m.linalg.matrix_power(x[:3], -2)),
+             (lambda m, x: m.linalg.lstsq(x, x[:, :2] * 2 + 1).solution)]
+    # (torch's cond(p=1) has no gradient: it fills its inverse in place)
     for fn in cases:
         e = ember.tensor(a, requires_grad=True)
         t = torch.tensor(a, requires_grad=True)

@@ -1,4 +1,4 @@
-// linalg.matrix_rank, pinv, cond and matrix_power as PyTorch's composites (BatchLinearAlgebra.cpp,
+// linalg.matrix_rank, pinv, cond, matrix_power and lstsq as PyTorch's composites (BatchLinearAlgebra.cpp,
 // LinearAlgebra.cpp) over svd/svdvals, eigh/eigvalsh, inv and matmul: autograd records those.
 #include <algorithm>
 #include <cmath>
@@ -10,9 +10,12 @@
 #include "ember/errors.h"
 #include "ember/lapack_checks.h"
 #include "ember/ops/abs.h"
+#include "ember/ops/all.h"
 #include "ember/ops/amax.h"
 #include "ember/ops/clone.h"
 #include "ember/ops/div.h"
+#include "ember/ops/empty.h"
+#include "ember/ops/eq.h"
 #include "ember/ops/expand.h"
 #include "ember/ops/eye.h"
 #include "ember/ops/full.h"
@@ -22,6 +25,7 @@
 #include "ember/ops/linalg_eigvalsh.h"
 #include "ember/ops/linalg_inv.h"
 #include "ember/ops/linalg_inv_ex.h"
+#include "ember/ops/linalg_lstsq.h"
 #include "ember/ops/linalg_matrix_norm.h"
 #include "ember/ops/linalg_matrix_power.h"
 #include "ember/ops/linalg_matrix_rank.h"
@@ -38,6 +42,7 @@
 #include "ember/ops/pinverse.h"
 #include "ember/ops/reciprocal.h"
 #include "ember/ops/squeeze.h"
+#include "ember/ops/sub.h"
 #include "ember/ops/sum.h"
 #include "ember/ops/to.h"
 #include "ember/ops/transpose.h"
@@ -245,5 +250,50 @@ Tensor linalg_matrix_power(const Tensor& A, int64_t n) {
 }
 
 Tensor matrix_power(const Tensor& self, int64_t n) { return ember::linalg_matrix_power(self, n); }
+
+// ---------------------------------------------------------------- lstsq
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& self, const Tensor& b,
+                                                        std::optional<double> rcond,
+                                                        const std::optional<std::string>& driver) {
+  EMBER_CHECK(self.dim() >= 2, Runtime, "torch.linalg.lstsq: input must have at least 2 dimensions.");
+  EMBER_CHECK(b.dim() >= 1, Runtime, "torch.linalg.lstsq: other must have at least 1 dimension.");
+  EMBER_CHECK(self.dtype() == b.dtype(), Runtime,
+              "torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's dtype ",
+              dtype_title(self.dtype()), " and other's dtype ", dtype_title(b.dtype()));
+  EMBER_CHECK(self.dim() >= b.dim() && self.dim() - b.dim() <= 1, Runtime,
+              "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) "
+              "<= 1");
+  const std::string how = driver.value_or("gelsy");
+  EMBER_CHECK(how == "gels" || how == "gelsy" || how == "gelsd" || how == "gelss", Runtime,
+              "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
+  const bool vector = b.dim() == self.dim() - 1;
+  const Tensor B = vector ? ember::unsqueeze(b, -1) : b;
+  EMBER_CHECK(self.size(-2) == B.size(-2), Runtime, "torch.linalg.lstsq: input.size(-2) should match other.size(",
+              vector ? -1 : -2, ")");
+  check_lapack_input(self, "linalg.svd", "linalg_svd_cpu", false);
+  const int64_t m = self.size(-2), n = self.size(-1);
+  const double cut = rcond.value_or(epsilon_of(self.dtype()) * (double)std::max(m, n));
+  // X = V diag(1/S) U^T B over the singular values above cut * the largest.
+  auto [U, S, Vh] = ember::linalg_svd(self, false);
+  Tensor kept = S.size(-1) ? ember::gt(S, ember::mul(ember::narrow(S, -1, 0, 1), double_scalar(cut, S)))
+                           : ember::gt(S, double_scalar(0.0, S));
+  Tensor one = ember::full({}, Scalar(1.0), S.dtype(), S.device()), zero = ember::zeros({}, S.dtype(), S.device());
+  Tensor inv_S = ember::where(kept, ember::reciprocal(ember::where(kept, S, one)), zero);
+  Tensor X = ember::matmul(ember::transpose(Vh, -2, -1),
+                           ember::mul(ember::unsqueeze(inv_S, -1), ember::matmul(ember::transpose(U, -2, -1), B)));
+  Tensor rank = ember::sum(kept, IntList{-1}, false);
+  Tensor none = ember::empty({0}, self.dtype(), self.device());
+  Tensor residuals = none;
+  // torch's drivers other than gelsy return the squared residuals of full-rank overdetermined systems.
+  const bool full_rank =
+      ember::all(ember::eq(rank, ember::full({}, Scalar(n), ScalarType::Int64, rank.device()))).item().to<bool>();
+  if (how != "gelsy" && m > n && full_rank) {
+    Tensor r = ember::sub(ember::matmul(self, X), B);
+    residuals = ember::sum(ember::mul(r, r), IntList{-2}, false);
+  }
+  if (vector) X = ember::squeeze(X, IntList{-1});
+  return {X, residuals, how == "gels" ? ember::empty({0}, ScalarType::Int64, self.device()) : rank,
+          how == "gelsd" || how == "gelss" ? S : none};
+}
 
 }  // namespace ember::native
