@@ -24,6 +24,7 @@ from test_losses_classification import GRAD_CASES as LOSS_CLS_CASES
 from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
 from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import JVP_CHECKED as PADPOOL_JVP_CHECKED
+from test_lapack2 import JVP_CHECKED as LAPACK2_JVP_CHECKED
 
 try:
     import torch
@@ -102,6 +103,7 @@ OWN_CHECKS |= {"scatter.src", "scatter.value", "scatter_reduce.two", "_scatter_r
                "meshgrid.indexing", "atleast_1d.Sequence", "atleast_2d.Sequence",
                "atleast_3d.Sequence"}  # index2 (issue 11): tests/test_index2*.py
 OWN_CHECKS |= LAPACK_JVP_CHECKED  # lapack (issue 11): JVPs checked in tests/test_lapack.py
+OWN_CHECKS |= LAPACK2_JVP_CHECKED  # lapack2 (issue 11): JVPs checked in tests/test_lapack2.py
 OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests/test_sort.py
 OWN_CHECKS |= set(LOSS_CLS_CASES)  # losses-classification (issue 11): tests/test_losses_classification.py
 OWN_CHECKS |= set(LOSSREG_CASES)  # losses-regression (issue 11): tests/test_losses_regression.py

@@ -15,6 +15,7 @@ from test_random import RANDOM_OP_CASES
 from test_blas import GRADGRAD_CASES as BLAS_GRADGRAD_CASES
 from test_norm import GRAD_CASES as NORM_GRAD_CASES
 from test_lapack import HIGHER_ORDER_CASES as LAPACK_CASES
+from test_lapack2 import HIGHER_ORDER_CASES as LAPACK2_CASES
 from test_sort import INDEX_RESULT_CASES as SORT_INDEX_CASES
 from test_losses_classification import GRAD_CASES as LOSS_CLS_CASES
 from test_losses_regression import GRAD_CASES as LOSSREG_CASES
@@ -221,6 +222,7 @@ NOT_IN_HARNESS = {
     **LOSS_CLS_CASES,  # losses-classification (issue 11): class targets, optional weights (tests/test_losses_classification.py)
     **LOSSREG_CASES,  # losses-regression (issue 11): three tensors or no promotion (tests/test_losses_regression.py)
     **PADPOOL_CASES,  # padpool (issue 11): private gradients and index arguments, cases in tests/test_padpool.py
+    **LAPACK2_CASES,  # lapack2 (issue 11): pinv, cond, matrix_rank, matrix_power, in tests/test_lapack2.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -364,7 +364,7 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches() + sdpa_training_benches())
+            + padpool_benches() + sdpa_training_benches() + lapack_benches())
 
 
 def loss_benches():
@@ -707,3 +707,22 @@ def sdpa_training_benches():
         return step
 
     return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d} fwd+bwd", "ms", build, columns=TORCHLIKE_COLUMNS)]
+# ---------------------------------------------------------------- lapack2 (issue 11)
+def lapack_benches():
+    """linalg.inv and linalg.qr of one well-conditioned 512x512 float32 matrix (LAPACK runs on
+    one thread: a single matrix is not split)."""
+    n = 512
+
+    def matrix(lib):
+        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32) + n**0.5 * np.eye(n, dtype=np.float32)
+        return a if lib.is_numpy else lib.mod.tensor(a)
+
+    def inv(lib):
+        a = matrix(lib)
+        return (lambda: np.linalg.inv(a)) if lib.is_numpy else (lambda: lib.mod.linalg.inv(a))
+
+    def qr(lib):
+        a = matrix(lib)
+        return (lambda: np.linalg.qr(a)) if lib.is_numpy else (lambda: lib.mod.linalg.qr(a))
+
+    return [Bench("lapack", f"linalg.inv {n}", "ms", inv), Bench("lapack", f"linalg.qr {n}", "ms", qr)]

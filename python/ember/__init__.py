@@ -19,6 +19,27 @@ def _load_blas():
 _load_blas()
 del _load_blas
 
+
+def _load_extension():
+    # libgomp reads its wait policy once, at load. Its default lets a waiting thread spin ~5 ms
+    # when ember's threads are no more than the cores (1000 spins when they are more): on a busy
+    # machine the spinner holds the core the awaited thread needs (a 2-thread 256k add took
+    # 12 ms, not 50 us). Keep the short spin always unless the user set a policy; restore the
+    # environment so child processes and other OpenMP runtimes (torch's) see the user's.
+    import os
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        from . import _C  # noqa: F401
+        return
+    os.environ["GOMP_SPINCOUNT"] = "1000"
+    try:
+        from . import _C  # noqa: F401
+    finally:
+        del os.environ["GOMP_SPINCOUNT"]
+
+
+_load_extension()
+del _load_extension
+
 from . import _C  # noqa: E402
 from ._tensor import Tensor  # noqa: E402  (first: every tensor object made from now on is one)
 from ._C import (  # noqa: E402

@@ -71,6 +71,10 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type = nullpt
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
 PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) { return wrap(ts, type); }
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
+inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
+  return wrap(ts, type);
+}
 
 // A generated op function: its method def (named by the op, as errors name it), the
 // ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.

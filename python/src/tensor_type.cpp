@@ -80,14 +80,24 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
   return out;
 }
 
-PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
-  PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(3);
-  PyObject* items[3] = {wrap(std::get<0>(ts)), wrap(std::get<1>(ts)), wrap(std::get<2>(ts))};
-  for (Py_ssize_t i = 0; i < 3; ++i) {
+// Several results as a named tuple of `type` (a plain tuple without one); takes the references.
+static PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type) {
+  PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
     if (type) PyStructSequence_SetItem(out, i, items[i]);
     else PyTuple_SET_ITEM(out, i, items[i]);
   }
   return out;
+}
+
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
+  PyObject* items[3] = {wrap(std::get<0>(ts)), wrap(std::get<1>(ts)), wrap(std::get<2>(ts))};
+  return wrap_items(items, 3, type);
+}
+
+PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
+  PyObject* items[4] = {wrap(std::get<0>(ts)), wrap(std::get<1>(ts)), wrap(std::get<2>(ts)), wrap(std::get<3>(ts))};
+  return wrap_items(items, 4, type);
 }
 
 static PyObject* size_tuple(const DimVector& s) {

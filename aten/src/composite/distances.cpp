@@ -1,5 +1,5 @@
 // Distances and norms: dist, cdist, cosine_similarity, pairwise_distance, linalg.norm and
-// linalg.matrix_norm, over linalg_vector_norm, mm and reductions.
+// linalg.matrix_norm, over linalg_vector_norm, mm, reductions and linalg.svdvals.
 #include <cmath>
 #include <optional>
 #include <string>
@@ -15,11 +15,13 @@
 #include "ember/ops/expand.h"
 #include "ember/ops/linalg_matrix_norm.h"
 #include "ember/ops/linalg_norm.h"
+#include "ember/ops/linalg_svdvals.h"
 #include "ember/ops/linalg_vector_norm.h"
 #include "ember/ops/matmul.h"
 #include "ember/ops/mul.h"
 #include "ember/ops/ones.h"
 #include "ember/ops/pairwise_distance.h"
+#include "ember/ops/permute.h"
 #include "ember/ops/sqrt.h"
 #include "ember/ops/squeeze.h"
 #include "ember/ops/sub.h"
@@ -97,6 +99,35 @@ Tensor induced_norm(const Tensor& x, int64_t inner, int64_t outer, bool take_max
   return keepdim ? r : ember::squeeze(r, IntList{inner, outer});
 }
 
+enum class SingularReduce { Sum, Max, Min };
+
+// The nuclear (sum), 2 (largest) or -2 (smallest) norm over (d0, d1): those dims moved last,
+// as PyTorch, then linalg.svdvals (its gradient goes through linalg.svd). No singular values
+// (an empty matrix) give 0 but for -2.
+Tensor singular_value_norm(const Tensor& x, int64_t d0, int64_t d1, SingularReduce how, bool keepdim) {
+  DimVector perm;
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (i != d0 && i != d1) perm.push_back(i);
+  perm.push_back(d0);
+  perm.push_back(d1);
+  Tensor r;
+  if (std::min(x.size(d0), x.size(d1)) == 0) {
+    DimVector shape;
+    for (int64_t i = 0; i + 2 < (int64_t)perm.size(); ++i) shape.push_back(x.size(perm[i]));
+    r = ember::zeros(shape, x.dtype(), x.device(), false);
+    // PyTorch's amin refuses the empty list of singular values (amax and sum give 0).
+    EMBER_CHECK(how != SingularReduce::Min || r.numel() == 0, Index,
+                "amin(): Expected reduction dim -1 to have non-zero size.");
+  } else {
+    Tensor s = ember::linalg_svdvals(ember::permute(x, perm));
+    r = how == SingularReduce::Sum   ? ember::sum(s, IntList{-1}, false)
+        : how == SingularReduce::Max ? ember::amax(s, IntList{-1}, false)
+                                     : ember::amin(s, IntList{-1}, false);
+  }
+  if (!keepdim) return r;
+  return ember::unsqueeze(ember::unsqueeze(r, std::min(d0, d1)), std::max(d0, d1));
+}
+
 }  // namespace
 
 Tensor dist(const Tensor& self, const Tensor& other, const Scalar& p) {
@@ -164,13 +195,13 @@ Tensor linalg_matrix_norm(const Tensor& self, const Scalar& ord, const IntList& 
                           std::optional<ScalarType> dtype) {
   check_matrix_norm_args(self, dim, dtype);
   const double o = ord.to_double();
-  EMBER_CHECK(o != 2 && o != -2, NotImplemented, "linalg.matrix_norm: ord=", scalar_str(ord),
-              " needs the singular values (linalg.svd), which ember does not have yet");
-  EMBER_CHECK(std::isinf(o) || o == 1 || o == -1, Runtime, "linalg.matrix_norm: Order ", scalar_str(ord),
-              " not supported.");
+  EMBER_CHECK(std::isinf(o) || o == 1 || o == -1 || o == 2 || o == -2, Runtime, "linalg.matrix_norm: Order ",
+              scalar_str(ord), " not supported.");
   Tensor x = dtype ? ember::to_dtype(self, *dtype, false, false) : self;
   const int64_t d0 = wrap_dim(dim[0], self.dim(), "linalg.matrix_norm");
   const int64_t d1 = wrap_dim(dim[1], self.dim(), "linalg.matrix_norm");
+  if (o == 2 || o == -2)
+    return singular_value_norm(x, d0, d1, o > 0 ? SingularReduce::Max : SingularReduce::Min, keepdim);
   // The 1-norm sums down the columns (over d0), the inf-norm along the rows (over d1).
   if (std::isinf(o)) return induced_norm(x, d1, d0, o > 0, keepdim);
   return induced_norm(x, d0, d1, o > 0, keepdim);
@@ -179,9 +210,12 @@ Tensor linalg_matrix_norm(const Tensor& self, const Scalar& ord, const IntList& 
 Tensor linalg_matrix_norm_str_ord(const Tensor& self, const std::string& ord, const IntList& dim, bool keepdim,
                                   std::optional<ScalarType> dtype) {
   check_matrix_norm_args(self, dim, dtype);
-  EMBER_CHECK(ord != "nuc", NotImplemented,
-              "linalg.matrix_norm: ord='nuc' needs the singular values (linalg.svd), which ember does not have yet");
-  EMBER_CHECK(ord == "fro", Runtime, "linalg.matrix_norm: Order ", ord, " not supported.");
+  EMBER_CHECK(ord == "fro" || ord == "nuc", Runtime, "linalg.matrix_norm: Order ", ord, " not supported.");
+  if (ord == "nuc") {
+    Tensor x = dtype ? ember::to_dtype(self, *dtype, false, false) : self;
+    return singular_value_norm(x, wrap_dim(dim[0], self.dim(), "linalg.matrix_norm"),
+                               wrap_dim(dim[1], self.dim(), "linalg.matrix_norm"), SingularReduce::Sum, keepdim);
+  }
   return ember::linalg_vector_norm(self, Scalar(int64_t(2)), dim, keepdim, dtype);
 }
 
@@ -211,9 +245,8 @@ Tensor linalg_norm_ord_str(const Tensor& self, const std::string& ord, const std
                 "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got ", self.dim(),
                 "D.");
   }
-  EMBER_CHECK((dim ? dim->size() : self.dim()) == 2, Runtime, "linalg.norm: ord='", ord,
-              "' requires a 2-D norm: the input must be 2-D or dim a pair.");
-  return ember::linalg_matrix_norm_str_ord(self, ord, dim.value_or(IntList{-2, -1}), keepdim, dtype);
+  // As PyTorch: a string ord is always a matrix norm (a 1-D input or one dim fails there).
+  return ember::linalg_matrix_norm_str_ord(self, ord, dim.value_or(IntList{0, 1}), keepdim, dtype);
 }
 
 }  // namespace ember::native

@@ -9,6 +9,7 @@
 #include "ember/ops/_var_std.h"
 #include "ember/ops/amax.h"
 #include "ember/ops/amin.h"
+#include "ember/ops/linalg_matrix_norm.h"
 #include "ember/ops/linalg_vector_norm.h"
 #include "ember/ops/max.h"
 #include "ember/ops/maximum.h"
@@ -141,9 +142,13 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p, const std::optio
 
 Tensor norm_str(const Tensor& self, const std::string& p, const std::optional<IntList>& dim, bool keepdim,
                 std::optional<ScalarType> dtype) {
-  EMBER_CHECK(p != "nuc", NotImplemented, "norm: p='nuc' (the sum of singular values) is not implemented yet");
-  EMBER_CHECK(p == "fro", Runtime, "linalg.matrix_norm: Order ", p, " not supported.");
-  return ember::linalg_vector_norm(self, Scalar(int64_t(2)), dim, keepdim, dtype);
+  // As torch.norm: 'fro' over at most two dims is the 2-norm of the elements; anything else
+  // ('nuc', or a bad name) is linalg.matrix_norm's over `dim` (all dims when None).
+  if (p == "fro" && (!dim || dim->size() <= 2))
+    return ember::linalg_vector_norm(self, Scalar(int64_t(2)), dim, keepdim, dtype);
+  DimVector all;
+  for (int64_t i = 0; i < self.dim(); ++i) all.push_back(i);
+  return ember::linalg_matrix_norm_str_ord(self, p, dim ? *dim : IntList(all), keepdim, dtype);
 }
 
 Tensor max(const Tensor& self) {
