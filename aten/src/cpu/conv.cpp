@@ -100,7 +100,8 @@ inline void copy_run(T* dst, const T* src, int64_t n) {
 // Rows (c, i, j) of the K x P patch matrix of one image's group of channels `x`
 // (Cg x H x W), written at col + row * ld.
 template <typename T>
-void im2col(const T* x, const Geometry& g, T* col, int64_t ld) {
+void im2col(const T* x, const Geometry& geometry, T* col, int64_t ld) {
+  const Geometry g = geometry;  // a local copy: the stores through `col` cannot change it, no reloads
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i) {
       const int64_t di = i * g.dh - g.ph;
