@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -85,33 +86,56 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
                       beta, c, (blasint)ldc);
 }
 
+// dst[0, n) = src[0, n) in whole 32-byte vectors and a scalar tail: the runs im2col copies
+// are short (8 floats at LeNet's second layer), where a memcpy call or a generic vector
+// loop's set-up (alias checks) costs more than the copy.
+template <typename T>
+inline void copy_run(T* dst, const T* src, int64_t n) {
+  constexpr int64_t V = 32 / sizeof(T);
+  int64_t k = 0;
+  for (; k + V <= n; k += V) std::memcpy(dst + k, src + k, sizeof(T) * V);  // constant size: one vector move
+  for (; k < n; ++k) dst[k] = src[k];
+}
+
 // Rows (c, i, j) of the K x P patch matrix of one image's group of channels `x`
 // (Cg x H x W), written at col + row * ld.
 template <typename T>
-void im2col(const T* x, const Geometry& g, T* col, int64_t ld) {
+void im2col(const T* x, const Geometry& geometry, T* col, int64_t ld) {
+  const Geometry g = geometry;  // a local copy: the stores through `col` cannot change it, no reloads
   for (int64_t c = 0; c < g.Cg; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t di = i * g.dh - g.ph;
+      // Output rows whose input row oh * sh + di lies inside [0, H).
+      const int64_t top = std::min(g.OH, std::max<int64_t>(0, (-di + g.sh - 1) / g.sh));
+      const int64_t bottom = std::max(top, std::min(g.OH, di < g.H ? (g.H - 1 - di) / g.sh + 1 : 0));
+      T* rows = col + (c * g.kh + i) * g.kw * ld;
       for (int64_t j = 0; j < g.kw; ++j) {
-        T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
+        std::fill(rows + j * ld, rows + j * ld + top * g.OW, T(0));
+        std::fill(rows + j * ld + bottom * g.OW, rows + j * ld + g.OH * g.OW, T(0));
+      }
+      if (g.sw == 1 && g.pw == 0) {  // each input row feeds kw patch rows whole: no bounds per column
+        const T* src = x + (c * g.H + top * g.sh + di) * g.W;
+        for (int64_t oh = top; oh < bottom; ++oh, src += g.sh * g.W)
+          for (int64_t j = 0; j < g.kw; ++j) copy_run(rows + j * ld + oh * g.OW, src + j * g.dw, g.OW);
+        continue;
+      }
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T* row = rows + j * ld;
         const int64_t dj = j * g.dw - g.pw;
         // Output columns whose input column ow * sw + dj lies inside [0, W).
         const int64_t lo = std::min(g.OW, std::max<int64_t>(0, (-dj + g.sw - 1) / g.sw));
         const int64_t hi = std::max(lo, std::min(g.OW, dj < g.W ? (g.W - 1 - dj) / g.sw + 1 : 0));
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const T* src = x + (c * g.H + top * g.sh + di) * g.W + dj;
+        for (int64_t oh = top; oh < bottom; ++oh, src += g.sh * g.W) {
           T* d = row + oh * g.OW;
-          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-          if (ih < 0 || ih >= g.H) {
-            std::fill(d, d + g.OW, T(0));
-            continue;
-          }
-          const T* src = x + (c * g.H + ih) * g.W + dj;
-          std::fill(d, d + lo, T(0));
-          if (g.sw == 1) std::memcpy(d + lo, src + lo, sizeof(T) * (hi - lo));
+          for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
+          if (g.sw == 1) copy_run(d + lo, src + lo, hi - lo);
           else
             for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.sw];
-          std::fill(d + hi, d + g.OW, T(0));
+          for (int64_t ow = hi; ow < g.OW; ++ow) d[ow] = T(0);
         }
       }
+    }
 }
 
 // The adjoint of im2col: each patch entry added back to the input position it was read from.
@@ -137,6 +161,12 @@ void col2im(const T* col, int64_t ld, const Geometry& g, T* x) {
           }
         }
       }
+}
+
+// Scratch space every element of which is written before it is read: no zero fill.
+template <typename T>
+std::unique_ptr<T[]> scratch(int64_t n) {
+  return std::make_unique_for_overwrite<T[]>(n);
 }
 
 // Work items: (chunk of images_per_gemm images) x group.
@@ -167,17 +197,17 @@ template <typename T>
 void forward_kernel(const T* x, const T* w, const T* bias, T* y, const Geometry& g) {
   const int64_t HW = g.H * g.W;
   parallel_for(item_count(g), 1, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
-    std::vector<T> out(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
+    auto col = scratch<T>(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
+    auto out = scratch<T>(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
     for (int64_t k = lo; k < hi; ++k) {
       const Item it = item_at(g, k);
       const T* wg = w + it.group * g.OCg * g.K;
       const int64_t ld = it.nb * g.P;
-      const T* cols = col.data();
+      const T* cols = col.get();
       if (g.pointwise) cols = x + (it.n0 * g.C + it.group * g.Cg) * HW;
       else
         for (int64_t b = 0; b < it.nb; ++b)
-          im2col(x + ((it.n0 + b) * g.C + it.group * g.Cg) * HW, g, col.data() + b * g.P, ld);
+          im2col(x + ((it.n0 + b) * g.C + it.group * g.Cg) * HW, g, col.get() + b * g.P, ld);
       if (it.nb == 1) {
         T* yg = y + (it.n0 * g.OC + it.group * g.OCg) * g.P;
         if (bias)
@@ -185,11 +215,11 @@ void forward_kernel(const T* x, const T* w, const T* bias, T* y, const Geometry&
         gemm<T>(false, false, g.OCg, g.P, g.K, wg, g.K, cols, g.P, bias ? T(1) : T(0), yg, g.P);
         continue;
       }
-      gemm<T>(false, false, g.OCg, ld, g.K, wg, g.K, cols, ld, T(0), out.data(), ld);
+      gemm<T>(false, false, g.OCg, ld, g.K, wg, g.K, cols, ld, T(0), out.get(), ld);
       for (int64_t b = 0; b < it.nb; ++b)
         for (int64_t o = 0; o < g.OCg; ++o) {
           T* dst = y + ((it.n0 + b) * g.OC + it.group * g.OCg + o) * g.P;
-          const T* src = out.data() + o * ld + b * g.P;
+          const T* src = out.get() + o * ld + b * g.P;
           const T add = bias ? bias[it.group * g.OCg + o] : T(0);
 #pragma omp simd
           for (int64_t p = 0; p < g.P; ++p) dst[p] = src[p] + add;
@@ -202,26 +232,26 @@ template <typename T>
 void backward_input_kernel(const T* gy, const T* w, T* gx, const Geometry& g) {
   const int64_t HW = g.H * g.W;
   parallel_for(item_count(g), 1, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
-    std::vector<T> grads(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
+    auto col = scratch<T>(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
+    auto grads = scratch<T>(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
     for (int64_t k = lo; k < hi; ++k) {
       const Item it = item_at(g, k);
       const T* wg = w + it.group * g.OCg * g.K;
       const int64_t ld = it.nb * g.P;
       const T* gyg = gy + (it.n0 * g.OC + it.group * g.OCg) * g.P;
       if (it.nb > 1) {
-        gather_images(gy, g, it, g.OCg, grads.data());
-        gyg = grads.data();
+        gather_images(gy, g, it, g.OCg, grads.get());
+        gyg = grads.get();
       }
       if (g.pointwise) {  // gx = w^T gy straight into the image
         gemm<T>(true, false, g.Cg, g.P, g.OCg, wg, g.K, gyg, g.P, T(0), gx + (it.n0 * g.C + it.group * g.Cg) * HW, g.P);
         continue;
       }
-      gemm<T>(true, false, g.K, ld, g.OCg, wg, g.K, gyg, ld, T(0), col.data(), ld);
+      gemm<T>(true, false, g.K, ld, g.OCg, wg, g.K, gyg, ld, T(0), col.get(), ld);
       for (int64_t b = 0; b < it.nb; ++b) {
         T* gxg = gx + ((it.n0 + b) * g.C + it.group * g.Cg) * HW;
         std::fill(gxg, gxg + g.Cg * HW, T(0));
-        col2im(col.data() + b * g.P, ld, g, gxg);
+        col2im(col.get() + b * g.P, ld, g, gxg);
       }
     }
   });
@@ -235,22 +265,22 @@ void backward_weight_kernel(const T* gy, const T* x, T* gw, const Geometry& g) {
   const int64_t per = (items + chunks - 1) / chunks;
   std::vector<T> partial(chunks * wsize, T(0));
   parallel_for(chunks, 1, [&](int64_t clo, int64_t chi) {
-    std::vector<T> col(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
-    std::vector<T> grads(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
+    auto col = scratch<T>(g.pointwise ? 0 : g.K * g.images_per_gemm * g.P);
+    auto grads = scratch<T>(g.images_per_gemm > 1 ? g.OCg * g.images_per_gemm * g.P : 0);
     for (int64_t c = clo; c < chi; ++c)
       for (int64_t k = c * per; k < std::min(items, (c + 1) * per); ++k) {
         const Item it = item_at(g, k);
         const int64_t ld = it.nb * g.P;
         const T* gyg = gy + (it.n0 * g.OC + it.group * g.OCg) * g.P;
         if (it.nb > 1) {
-          gather_images(gy, g, it, g.OCg, grads.data());
-          gyg = grads.data();
+          gather_images(gy, g, it, g.OCg, grads.get());
+          gyg = grads.get();
         }
-        const T* cols = col.data();
+        const T* cols = col.get();
         if (g.pointwise) cols = x + (it.n0 * g.C + it.group * g.Cg) * HW;
         else
           for (int64_t b = 0; b < it.nb; ++b)
-            im2col(x + ((it.n0 + b) * g.C + it.group * g.Cg) * HW, g, col.data() + b * g.P, ld);
+            im2col(x + ((it.n0 + b) * g.C + it.group * g.Cg) * HW, g, col.get() + b * g.P, ld);
         gemm<T>(false, true, g.OCg, g.K, ld, gyg, ld, cols, ld, T(1), partial.data() + c * wsize + it.group * g.OCg * g.K,
                 g.K);
       }
