@@ -80,7 +80,7 @@ def _weighted(loss_op, a, b, input, weight, reduction, mean_over_weights=True):
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # torch.nn._reduction.get_enum
 
 
-def _reduction_enum(reduction):
+def _reduction_code(reduction):
     return _REDUCTION_ENUM[_check_reduction(reduction)]
 
 
@@ -89,7 +89,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     a, b, reduction = _pointwise_pair("mse_loss", input, target, size_average, reduce, reduction)
     if weight is not None:
         return _weighted(_nn.mse_loss, a, b, input, weight, reduction)
-    return _nn.mse_loss(a, b, _reduction_enum(reduction))
+    return _nn.mse_loss(a, b, _reduction_code(reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -97,15 +97,15 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     a, b, reduction = _pointwise_pair("l1_loss", input, target, size_average, reduce, reduction)
     if weight is not None:
         return _weighted(_nn.l1_loss, a, b, input, weight, reduction)
-    return _nn.l1_loss(a, b, _reduction_enum(reduction))
+    return _nn.l1_loss(a, b, _reduction_code(reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0 is l1_loss)."""
     a, b, reduction = _pointwise_pair("smooth_l1_loss", input, target, size_average, reduce, reduction)
     if beta == 0.0:
-        return _nn.l1_loss(a, b, _reduction_enum(reduction))
-    return _nn.smooth_l1_loss(a, b, _reduction_enum(reduction), beta)
+        return _nn.l1_loss(a, b, _reduction_code(reduction))
+    return _nn.smooth_l1_loss(a, b, _reduction_code(reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -114,7 +114,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if weight is not None:
         return _weighted(lambda x, y, r: _nn.huber_loss(x, y, r, delta), a, b, input, weight, reduction,
                          mean_over_weights=False)
-    return _nn.huber_loss(a, b, _reduction_enum(reduction), delta)
+    return _nn.huber_loss(a, b, _reduction_code(reduction), delta)
 
 
 def _reduction_enum(size_average, reduce, reduction):
