@@ -144,6 +144,25 @@ def test_layer_norm_realistic_sizes_and_threads(threads, rows, cols):
     close(eb.grad, tb.grad, rtol=1e-3, atol=1e-3 * np.sqrt(rows))
 
 
+# The forward's row sums run in blocks of 32 float (16 double) lanes plus a tail.
+@needs_torch
+@pytest.mark.parametrize("cols", [1, 15, 16, 17, 31, 32, 33, 100, 1029])
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 2e-2)])
+def test_layer_norm_rows_at_and_around_the_lane_width(threads, cols, dtype, tol):
+    rows = max(3, 2 * GRAIN // cols + 1)  # split among the threads
+    x = (arr(cols, rows) * 3 + 5).T  # non-contiguous, off-centre rows
+    w, b = arr(cols), arr(cols)
+    ed, td = getattr(ember, dtype), getattr(torch, dtype)
+    out, mean, rstd = ember.native_layer_norm(em(x).to(ed), [cols], em(w).to(ed), em(b).to(ed), 1e-5)
+    want = torch.native_layer_norm(th(x).to(td), [cols], th(w).to(td), th(b).to(td), 1e-5)
+    for e, t in zip((out, mean, rstd), want):
+        assert e.dtype == ed and tuple(e.shape) == tuple(t.shape)
+        close(e.double(), t.double(), rtol=tol, atol=tol * 10)
+    if dtype in ("float64", "float32"):  # and against float64 math on the same inputs
+        xin = x.astype(np.float32).astype(np.float64) if dtype == "float32" else x
+        close(out.double(), np_layer_norm(xin, 1, w, b), rtol=tol, atol=tol * 10)
+
+
 # ---------------------------------------------------------------- batch_norm
 
 def np_batch_norm_train(x, eps=1e-5):
