@@ -144,6 +144,25 @@ def test_layer_norm_realistic_sizes_and_threads(threads, rows, cols):
     close(eb.grad, tb.grad, rtol=1e-3, atol=1e-3 * np.sqrt(rows))
 
 
+# The forward's row sums run in blocks of 32 float (16 double) lanes plus a tail.
+@needs_torch
+@pytest.mark.parametrize("cols", [1, 15, 16, 17, 31, 32, 33, 100, 1029])
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 2e-2)])
+def test_layer_norm_rows_at_and_around_the_lane_width(threads, cols, dtype, tol):
+    rows = max(3, 2 * GRAIN // cols + 1)  # split among the threads
+    x = (arr(cols, rows) * 3 + 5).T  # non-contiguous, off-centre rows
+    w, b = arr(cols), arr(cols)
+    ed, td = getattr(ember, dtype), getattr(torch, dtype)
+    out, mean, rstd = ember.native_layer_norm(em(x).to(ed), [cols], em(w).to(ed), em(b).to(ed), 1e-5)
+    want = torch.native_layer_norm(th(x).to(td), [cols], th(w).to(td), th(b).to(td), 1e-5)
+    for e, t in zip((out, mean, rstd), want):
+        assert e.dtype == ed and tuple(e.shape) == tuple(t.shape)
+        close(e.double(), t.double(), rtol=tol, atol=tol * 10)
+    if dtype in ("float64", "float32"):  # and against float64 math on the same inputs
+        xin = x.astype(np.float32).astype(np.float64) if dtype == "float32" else x
+        close(out.double(), np_layer_norm(xin, 1, w, b), rtol=tol, atol=tol * 10)
+
+
 # ---------------------------------------------------------------- batch_norm
 
 def np_batch_norm_train(x, eps=1e-5):
@@ -375,6 +394,61 @@ def test_embedding_backward_realistic_sizes_and_threads(threads, rows, dim, n):
     out.backward(em(g))
     tout.backward(th(g))
     close(ew.grad, tw.grad, rtol=1e-5, atol=1e-5)
+
+
+# 1000 rows of 100 split into 3 chunks of rows (one per thread at 3 threads): the indices
+# crowd the rows either side of each chunk boundary, repeat, and leave most rows untouched.
+EMB_ROWS, EMB_DIM = 1000, 100
+EMB_CROWDED = [0, 332, 333, 334, 665, 666, 667, 999]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_embedding_gradient_sums_each_row_in_index_order(threads, dtype):
+    assert EMB_ROWS * EMB_DIM >= 3 * GRAIN  # three chunks at three threads
+    idx = np.concatenate([RNG.choice(EMB_CROWDED, size=3000), RNG.integers(0, EMB_ROWS, size=300)])
+    RNG.shuffle(idx)
+    g = arr(len(idx), EMB_DIM, dtype=dtype)
+    w = em(np.zeros((EMB_ROWS, EMB_DIM), dtype=dtype), True)
+    F.embedding(ember.tensor(idx), w).backward(em(g))
+    # np.add.at adds in index order, each float16 sum rounded as the kernel rounds it.
+    want = np.zeros((EMB_ROWS, EMB_DIM), dtype=dtype)
+    np.add.at(want, idx, g)
+    np.testing.assert_array_equal(w.grad.numpy(), want)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("scale", [False, True])
+def test_embedding_gradient_scaled_and_padded_matches_torch(threads, dtype, scale):
+    idx = np.concatenate([RNG.choice(EMB_CROWDED, size=500), RNG.integers(0, EMB_ROWS, size=200)])
+    g = arr(len(idx), EMB_DIM, dtype=np.float32)
+    ew = ember.zeros(EMB_ROWS, EMB_DIM, dtype=getattr(ember, dtype), requires_grad=True)
+    tw = torch.zeros(EMB_ROWS, EMB_DIM, dtype=getattr(torch, dtype), requires_grad=True)
+    F.embedding(ember.tensor(idx), ew, padding_idx=333, scale_grad_by_freq=scale).backward(
+        em(g).to(getattr(ember, dtype)))
+    TF.embedding(torch.tensor(idx), tw, padding_idx=333, scale_grad_by_freq=scale).backward(
+        th(g).to(getattr(torch, dtype)))
+    tol = {"float64": 1e-6, "float16": 2e-2, "bfloat16": 1e-1}[dtype]
+    close(ew.grad.double(), tw.grad.double(), rtol=tol, atol=tol)
+    assert not ew.grad[333].any()
+
+
+def test_embedding_gradient_of_no_indices_is_zero(threads):
+    w = ember.randn(EMB_ROWS, EMB_DIM, requires_grad=True)
+    out = F.embedding(ember.tensor(np.zeros((2, 0), dtype=np.int64)), w)
+    out.backward(ember.ones(2, 0, EMB_DIM))
+    assert w.grad.shape == (EMB_ROWS, EMB_DIM) and not w.grad.any()
+
+
+@needs_torch
+def test_embedding_non_contiguous_gradient_matches_torch(threads):
+    idx = RNG.integers(0, EMB_ROWS, size=(64, 30))
+    g = arr(30, 64, EMB_DIM)
+    w = arr(EMB_ROWS, EMB_DIM)
+    ew, tw = em(w, True), th(w, True)
+    F.embedding(ember.tensor(idx), ew).backward(em(g).transpose(0, 1))
+    TF.embedding(torch.tensor(idx), tw).backward(th(g).transpose(0, 1))
+    close(ew.grad, tw.grad, rtol=1e-12, atol=1e-12)
 
 
 @needs_gpu

@@ -1,12 +1,15 @@
 // The CPU allocator. Blocks of 1 MiB and more are kept on free lists by size
 // when freed, so the next out-of-place op of that size reuses warm pages
 // instead of faulting in fresh ones (see docs/ARCHITECTURE.md, "Memory").
+// A full cache evicts the blocks freed longest ago: blocks of sizes no longer
+// asked for must not keep the current loop's sizes out.
 #include "ember/allocator.h"
 
 #include <sys/mman.h>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -55,8 +58,9 @@ class CachingCpuAllocator final : public Allocator {
       // Best fit within 1/8 of the request, so big blocks are not wasted on small asks.
       auto it = free_.lower_bound(rounded);
       if (it != free_.end() && it->first <= rounded + rounded / 8) {
-        void* p = it->second;
+        void* p = it->second->second;
         size_t size = it->first;
+        freed_order_.erase(it->second);
         free_.erase(it);
         cached_ -= size;
         allocated_ += size;
@@ -83,14 +87,17 @@ class CachingCpuAllocator final : public Allocator {
     note_freed(size);
     std::lock_guard<std::mutex> g(mutex_);
     allocated_ -= size;
-    if (cached_ + size > kMaxCached) { std::free(p); return; }
-    free_.emplace(size, p);
+    if (size > kMaxCached) { std::free(p); return; }
+    while (cached_ + size > kMaxCached) evict_oldest();
+    freed_order_.emplace_back(size, p);
+    free_.emplace(size, std::prev(freed_order_.end()));
     cached_ += size;
   }
 
   void empty_cache() {
     std::lock_guard<std::mutex> g(mutex_);
-    for (auto& [size, p] : free_) std::free(p);
+    for (auto& [size, p] : freed_order_) std::free(p);
+    freed_order_.clear();
     free_.clear();
     cached_ = 0;
   }
@@ -112,8 +119,21 @@ class CachingCpuAllocator final : public Allocator {
   }
   static void free_large(void* ctx, void* p);
 
+  // Called with mutex_ held and the cache not empty.
+  void evict_oldest() {
+    const auto oldest = freed_order_.begin();
+    auto it = free_.lower_bound(oldest->first);
+    while (it->second != oldest) ++it;  // blocks of one size are few
+    free_.erase(it);
+    cached_ -= oldest->first;
+    std::free(oldest->second);
+    freed_order_.erase(oldest);
+  }
+
+  using Block = std::pair<size_t, void*>;  // rounded size, address
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
+  std::list<Block> freed_order_;                           // cached blocks, freed longest ago first
+  std::multimap<size_t, std::list<Block>::iterator> free_;  // the same blocks by size
   size_t cached_ = 0, allocated_ = 0;
 };
 

@@ -92,6 +92,27 @@ DimVector stats_shape(const Tensor& input, int64_t nd) {
   return s;
 }
 
+// Row sums go to kLanes independent accumulators (4 AVX vectors of float): with
+// one, the loop waits on each add's latency (rows in cache took 1.4x as long).
+template <typename C>
+constexpr int64_t kLanes = 128 / sizeof(C);
+
+// Sum of f(i) over [0, N), in lanes.
+template <typename C, typename F>
+inline C lane_sum(int64_t N, F&& f) {
+  constexpr int64_t L = kLanes<C>;
+  C acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= N; i += L) {
+#pragma omp simd
+    for (int64_t l = 0; l < L; ++l) acc[l] += f(i + l);
+  }
+  for (; i < N; ++i) acc[0] += f(i);
+  for (int64_t w = L / 2; w > 0; w /= 2)
+    for (int64_t l = 0; l < w; ++l) acc[l] += acc[l + w];
+  return acc[0];
+}
+
 template <typename T>
 void layer_norm_rows(const T* x, T* y, T* mean, T* rstd, const T* w, const T* b, RowShape s, double eps) {
   using C = opmath_t<T>;
@@ -100,16 +121,11 @@ void layer_norm_rows(const T* x, T* y, T* mean, T* rstd, const T* w, const T* b,
     for (int64_t r = r0; r < r1; ++r) {
       const T* __restrict xr = x + r * N;
       T* __restrict yr = y + r * N;
-      C sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < N; ++i) sum += static_cast<C>(xr[i]);
-      const C mu = sum / C(N);
-      C sq = 0;
-#pragma omp simd reduction(+ : sq)
-      for (int64_t i = 0; i < N; ++i) {
+      const C mu = lane_sum<C>(N, [&](int64_t i) { return static_cast<C>(xr[i]); }) / C(N);
+      const C sq = lane_sum<C>(N, [&](int64_t i) {
         const C d = static_cast<C>(xr[i]) - mu;
-        sq += d * d;
-      }
+        return d * d;
+      });
       const C rs = C(1) / std::sqrt(sq / C(N) + C(eps));
       if (w && b) {
 #pragma omp simd
