@@ -8,7 +8,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.autograd import forward_ad as fwAD
+from harness.forward_ad import assert_jvp_matches_finite_differences
 
 try:
     import torch
@@ -606,14 +606,7 @@ ALL_CASES = [(f"{name}-{i}", *case) for name, cases in GRAD_CASES.items() for i,
 @pytest.mark.parametrize("name,fn,inputs,options", ALL_CASES, ids=[c[0] for c in ALL_CASES])
 def test_forward_mode_matches_finite_differences(name, fn, inputs, options):
     primals = [a.detach() for a in inputs()]
-    tangents = [ember.tensor(arr(*a.shape)) for a in primals]
-    with fwAD.dual_level():
-        out = fn(*[fwAD.make_dual(p, t) for p, t in zip(primals, tangents)])
-        got = fwAD.unpack_dual(out).tangent.numpy()
-    eps = 1e-6
-    hi = fn(*[p + eps * t for p, t in zip(primals, tangents)]).numpy()
-    lo = fn(*[p - eps * t for p, t in zip(primals, tangents)]).numpy()
-    np.testing.assert_allclose(got, (hi - lo) / (2 * eps), rtol=1e-5, atol=1e-6)
+    assert_jvp_matches_finite_differences(fn, primals, [ember.tensor(arr(*a.shape)) for a in primals])
 
 
 def test_fused_backward_runs_once_for_all_three_gradients():

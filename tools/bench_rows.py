@@ -364,7 +364,7 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches() + sdpa_training_benches() + lapack_benches())
+            + padpool_benches() + lapack_benches())
 
 
 def loss_benches():
@@ -483,21 +483,32 @@ def scan_benches():
 
 
 def attention_benches():
-    """Issue 11's attention: causal self-attention at a GPT-2-small block's shape, forward (no autograd)."""
+    """Issue 11's attention: causal self-attention at a GPT-2-small block's shape, forward (no autograd)
+    and forward+backward (the flash backward)."""
     b, h, n, d = 8, 8, 512, 64
 
-    def build(lib):
-        if lib.is_numpy:
-            return None
-        q, k, v = (lib.randn(b, h, n, d) for _ in range(3))
-        sdpa = lib.mod.nn.functional.scaled_dot_product_attention
+    def build(backward):
+        def make(lib):
+            if lib.is_numpy:
+                return None
+            q, k, v = (lib.randn(b, h, n, d) for _ in range(3))
+            sdpa = lib.mod.nn.functional.scaled_dot_product_attention
+            if not backward:
+                def forward():
+                    with lib.mod.no_grad():
+                        sdpa(q, k, v, is_causal=True)
+                return forward
+            grad = lib.randn(b, h, n, d)
 
-        def step():
-            with lib.mod.no_grad():
-                sdpa(q, k, v, is_causal=True)
-        return step
+            def step():
+                args = [t.detach().requires_grad_() for t in (q, k, v)]
+                sdpa(*args, is_causal=True).backward(grad)
+            return step
+        return make
 
-    return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d}", "ms", build, columns=TORCHLIKE_COLUMNS)]
+    name = f"sdpa causal b{b} h{h} {n}x{d}"
+    return [Bench("attention", name, "ms", build(False), columns=TORCHLIKE_COLUMNS),
+            Bench("attention", f"{name} fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]
 
 
 # ---------------------------------------------------------------- conv (issue 11)
@@ -689,24 +700,6 @@ def padpool_benches():
             Bench(section, f"{name} fwd+bwd", "ms", build(True), columns=TORCHLIKE_COLUMNS)]
 
 
-# ---------------------------------------------------------------- sdpa (issue 11)
-def sdpa_training_benches():
-    """Issue 11's attention in training: the same causal shape, forward and backward (flash backward)."""
-    b, h, n, d = 8, 8, 512, 64
-
-    def build(lib):
-        if lib.is_numpy:
-            return None
-        q, k, v = (lib.randn(b, h, n, d) for _ in range(3))
-        grad = lib.randn(b, h, n, d)
-        sdpa = lib.mod.nn.functional.scaled_dot_product_attention
-
-        def step():
-            args = [t.detach().requires_grad_() for t in (q, k, v)]
-            sdpa(*args, is_causal=True).backward(grad)
-        return step
-
-    return [Bench("attention", f"sdpa causal b{b} h{h} {n}x{d} fwd+bwd", "ms", build, columns=TORCHLIKE_COLUMNS)]
 # ---------------------------------------------------------------- lapack2 (issue 11)
 def lapack_benches():
     """linalg.inv and linalg.qr of one well-conditioned 512x512 float32 matrix (LAPACK runs on

@@ -153,3 +153,13 @@ def jvp_check(op, sample, rng, form=None):
             inplace = forward_tangents(op, sample, tangents, "inplace-clone", [0])
             what = "the functional form's" + ("" if self_key in tangents else " (no tangent on self)")
             _compare(op, what, inplace[0], expected[0], 0)
+
+
+def assert_jvp_matches_finite_differences(fn, primals, tangents, rtol=1e-5, atol=1e-6):
+    """fn's forward-mode tangent along `tangents` against central differences (float64 callers)."""
+    with fwAD.dual_level():
+        out = fn(*[fwAD.make_dual(p, t) for p, t in zip(primals, tangents)])
+        got = fwAD.unpack_dual(out).tangent.numpy()
+    hi = fn(*[p + EPS * t for p, t in zip(primals, tangents)]).numpy()
+    lo = fn(*[p - EPS * t for p, t in zip(primals, tangents)]).numpy()
+    np.testing.assert_allclose(got, (hi - lo) / (2 * EPS), rtol=rtol, atol=atol)
