@@ -67,10 +67,12 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
                       "The distribution of values may be incorrect.", stacklevel=2)
     with no_grad():
         # Inverse CDF: uniform over [cdf(a), cdf(b)] mapped back through the normal's quantile
-        # function (erfinv); the clamp keeps rounding at the ends inside [a, b].
+        # function (erfinv), in float64 so that tails keep their resolution; the clamp keeps
+        # rounding at the ends inside [a, b].
         lower, upper = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * lower - 1, 2 * upper - 1, generator=generator)
-        return tensor.copy_(tensor.erfinv().mul(std * math.sqrt(2.0)).add(mean).clamp(min=a, max=b))
+        sample = tensor.new_empty(tensor.shape, dtype=_C.float64).uniform_(2 * lower - 1, 2 * upper - 1,
+                                                                           generator=generator)
+        return tensor.copy_(sample.erfinv().mul(std * math.sqrt(2.0)).add(mean).clamp(min=a, max=b))
 
 
 def constant_(tensor, val):
@@ -192,7 +194,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         q = q * _C.diag(r, 0).sign()
         if rows < cols:
             q = q.t()
-        tensor.view_as(q).copy_(q)
+        tensor.copy_(q.reshape(tensor.shape))
         tensor.mul_(gain)
     return tensor
 
