@@ -132,6 +132,7 @@ def outputs(result):
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths")  # torch's own note
 @pytest.mark.parametrize("name,args,kwargs,shapes", CASES, ids=CASE_IDS)
 def test_module_matches_torch(name, args, kwargs, shapes):
     module, torch_module = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
