@@ -269,7 +269,7 @@ def np_conv3d(x, w, b, stride, padding, dilation, groups):
     ((2, 3, 4, 5, 6), (3, 1, 3, 2, 2), (1, 2, 1), (2, 1, 0), (1, 1, 2), 3, False),
     ((1, 2, 3, 3, 3), (2, 2, 3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), 1, True),
 ])
-def test_conv3d_against_numpy(xshape, wshape, stride, padding, dilation, groups, bias):
+def test_conv3d_against_numpy(xshape, wshape, stride, padding, dilation, groups, bias, threads):
     x, w = values(xshape, 1).astype(np.float64), values(wshape, 2).astype(np.float64)
     b = values(wshape[0], 3).astype(np.float64) if bias else None
     out = F.conv3d(et(x), et(w), None if b is None else et(b), stride, padding, dilation, groups)
@@ -558,3 +558,26 @@ def test_upsample_scale_factor_is_stored_as_float():
     assert nn.Upsample(scale_factor=2).scale_factor == 2.0
     assert nn.Upsample(scale_factor=(2, 3)).scale_factor == (2.0, 3.0)
     assert nn.Upsample(size=4).scale_factor is None
+
+
+@pytest.mark.parametrize("make,shapes", [
+    (lambda: nn.Linear(5, 3), [(4, 5)]), (lambda: nn.Bilinear(4, 3, 2), [(6, 4), (6, 3)]),
+    (lambda: nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"), [(2, 3, 6, 7)]),
+    (lambda: nn.Conv3d(4, 6, (2, 3, 1), padding="same", groups=2), [(2, 4, 5, 6, 3)]),
+    (lambda: nn.ConvTranspose1d(3, 2, 3, stride=2), [(2, 3, 5)]), (lambda: nn.ChannelShuffle(2), [(2, 4, 3, 5)]),
+    (lambda: nn.ReplicationPad2d((1, 0, 2, 1)), [(2, 3, 4, 5)]), (lambda: nn.Flatten(0, 1), [(2, 3, 4)]),
+    (lambda: nn.CosineSimilarity(dim=-1), [(4, 5), (4, 5)]), (lambda: nn.MaxPool2d(2), [(2, 3, 6, 8)]),
+])
+def test_non_contiguous_inputs(make, shapes):
+    # Each input as the transpose of a contiguous array, and as an expanded (stride 0) batch:
+    # the module gives what it gives on contiguous copies.
+    module = make()
+    arrays = [values(s, i) for i, s in enumerate(shapes)]
+    expected = module(*[et(a) for a in arrays])
+    transposed = [et(np.ascontiguousarray(np.swapaxes(a, 0, -1))).transpose(0, -1) for a in arrays]
+    assert not all(t.is_contiguous() for t in transposed)
+    np.testing.assert_allclose(module(*transposed).detach().numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+    expanded = [et(a[:1]).expand(*a.shape) for a in arrays]
+    copies = [et(np.broadcast_to(a[:1], a.shape).copy()) for a in arrays]
+    np.testing.assert_allclose(module(*expanded).detach().numpy(), module(*copies).detach().numpy(), rtol=1e-6,
+                               atol=1e-6)
