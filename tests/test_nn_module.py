@@ -395,6 +395,54 @@ def test_state_dict_and_load_hooks():
     assert result.unexpected_keys == [] and n.running.tolist() == [9.0, 9.0]
 
 
+def test_private_state_dict_hook_may_replace_the_result():
+    # The old private form (still used by libraries): the root's hook may return a new state_dict.
+    def run(lib):
+        m = toys(lib).Scale(1)
+        m._register_state_dict_hook(lambda mod, sd, prefix, meta: OrderedDict(only=1))
+        return m.state_dict()
+
+    assert run(ember) == OrderedDict(only=1)
+    if torch is not None:
+        assert run(torch) == OrderedDict(only=1)
+
+
+def test_global_registration_hooks_may_replace_members():
+    from ember.nn.modules import module as module_module
+
+    seen = []
+
+    def on_param(mod, name, param):
+        seen.append(("param", name))
+        return nn.Parameter(param * 0 + 7) if name == "gain" else None
+
+    handles = [module_module.register_module_parameter_registration_hook(on_param),
+               module_module.register_module_buffer_registration_hook(lambda m, n, b: seen.append(("buffer", n))),
+               module_module.register_module_module_registration_hook(lambda m, n, c: seen.append(("module", n)))]
+    try:
+        block = E.Block(1)
+    finally:
+        for h in handles:
+            h.remove()
+    assert seen == [("param", "weight"), ("param", "bias"), ("module", "fc"), ("param", "alpha"), ("param", "gain"),
+                    ("buffer", "running"), ("buffer", "scratch"), ("module", "scale")]
+    assert block.scale.gain.tolist() == [7.0]
+    E.Scale(1)
+    assert len(seen) == 8  # removed
+
+
+def test_setstate_fills_in_what_old_pickles_lack():
+    m = E.Scale(1)
+    state = m.__getstate__()
+    for name in ("_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called", "_state_dict_pre_hooks",
+                 "_non_persistent_buffers_set", "_is_full_backward_hook", "_backward_pre_hooks"):
+        del state[name]
+    old = E.Scale.__new__(E.Scale)
+    old.__setstate__(state)
+    assert old(ember.ones(1)).tolist() == [2.0] and old._non_persistent_buffers_set == set()
+    assert list(old.state_dict()) == ["gain", "running", "scratch"]  # its non-persistent mark is lost, as in PyTorch
+
+
 # ---------------------------------------------------------------- modes, gradients, conversions
 def test_train_eval_requires_grad_and_zero_grad():
     net = E.Net()
