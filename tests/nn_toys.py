@@ -72,6 +72,17 @@ def _define(lib):
         def extra_repr(self):
             return "first line\nsecond line"
 
+    class Wrapper(nn.Module):
+        """An extra_repr (with a blank line) and children."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.add_module("skip", None)  # a registered absent child prints as None
+
+        def extra_repr(self):
+            return "mode=wrap\n\nafter blank"
+
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -103,7 +114,7 @@ def _define(lib):
         def forward(self, a, k, b):
             return a * b * k, (a + b).exp()
 
-    return types.SimpleNamespace(TinyLinear=TinyLinear, Scale=Scale, Block=Block, MultiLine=MultiLine, Net=Net,
+    return types.SimpleNamespace(TinyLinear=TinyLinear, Scale=Scale, Block=Block, MultiLine=MultiLine, Wrapper=Wrapper, Net=Net,
                                  Tied=Tied, TwoInTwoOut=TwoInTwoOut)
 
 

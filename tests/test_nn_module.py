@@ -546,6 +546,21 @@ def test_repr_nested():
     assert repr(nn.Module()) == "Module()"
 
 
+def test_repr_extra_lines_with_children():
+    def build(lib):
+        t = toys(lib)
+        return repr(t.Wrapper(lib.nn.ModuleList([t.Wrapper(t.Scale(1)), t.MultiLine()])))
+
+    # A module's own blank extra line is "  "; indenting it as a child empties it (Module's _addindent strips
+    # whitespace-only lines, ModuleList's does not, but its parent's does). A child registered as None prints.
+    expected = ("Wrapper(\n  mode=wrap\n  \n  after blank\n  (inner): ModuleList(\n    (0): Wrapper(\n      mode=wrap\n"
+                "\n      after blank\n      (inner): Scale()\n      (skip): None\n    )\n    (1): MultiLine(\n"
+                "      first line\n      second line\n    )\n  )\n  (skip): None\n)")
+    assert build(ember) == expected
+    if torch is not None:
+        assert build(torch) == expected
+
+
 def test_dir_lists_members():
     m = E.Block(2)
     names = dir(m)
