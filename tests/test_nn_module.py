@@ -100,6 +100,42 @@ def test_uninitialized_parameter_materializes():
     assert type(p) is nn.Parameter and p.shape == (2, 3) and p.dtype == ember.float64 and p.requires_grad
 
 
+def lazy_module_life(lib):
+    """What a lazy module shows before and after its first forward, and after loading."""
+    t = toys(lib)
+    m = t.LazyScale()
+    before = (type(m).__name__, m.has_uninitialized_params(), sorted(m.state_dict()), repr(m.state_dict()["gain"]))
+    out = m(lib.ones(2, 3)).tolist()
+    after = (type(m).__name__, type(m.gain).__name__, tuple(m.gain.shape), m.gain.requires_grad, out)
+    fresh = t.LazyScale()
+    fresh.load_state_dict({"gain": lib.full((2,), 5.0), "running": lib.ones(2)})
+    loaded = (type(fresh.gain).__name__, fresh.gain.tolist(), fresh.running.tolist(), type(fresh).__name__)
+    return before, after, loaded
+
+
+def test_lazy_module_materializes_on_first_forward_and_on_load():
+    result = lazy_module_life(ember)
+    assert result == (("LazyScale", True, ["gain", "running"], "<UninitializedParameter>"),
+                      ("Scale", "Parameter", (3,), True, [[3.0] * 3] * 2),
+                      ("Parameter", [5.0, 5.0], [1.0, 1.0], "LazyScale"))
+    if torch is not None:
+        assert lazy_module_life(torch) == result
+    with pytest.raises(NotImplementedError, match="initialize_parameters is not implemented for Lazy"):
+        class Lazy(nn.modules.lazy.LazyModuleMixin, nn.Module):
+            pass
+        Lazy()(ember.ones(1))
+
+
+def test_factory_kwargs():
+    assert nn.factory_kwargs(None) == {}
+    assert nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": ember.float64}}) == {
+        "device": "cpu", "dtype": ember.float64}
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        nn.factory_kwargs({"size": 3})
+    with pytest.raises(TypeError, match="dtype specified twice, in \\*\\*kwargs and in factory_kwargs"):
+        nn.factory_kwargs({"dtype": 1, "factory_kwargs": {"dtype": 2}})
+
+
 # ---------------------------------------------------------------- registration
 def test_setattr_registers_parameters_buffers_and_modules():
     m = E.Block(2)
