@@ -139,10 +139,15 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
         return result
 
 
+class _MaterializedBuffer(Tensor):
+    """What an UninitializedBuffer becomes (PyTorch: a Tensor). ember.Tensor's own objects are
+    allocated outside the cyclic GC, so a subclass object cannot take Tensor as __class__."""
+
+
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape is not known yet; `materialize` turns it into a Tensor."""
 
-    cls_to_become = Tensor
+    cls_to_become = _MaterializedBuffer
 
     def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                 persistent: bool = True) -> UninitializedBuffer:
