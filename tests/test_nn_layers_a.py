@@ -581,3 +581,46 @@ def test_non_contiguous_inputs(make, shapes):
     copies = [et(np.broadcast_to(a[:1], a.shape).copy()) for a in arrays]
     np.testing.assert_allclose(module(*expanded).detach().numpy(), module(*copies).detach().numpy(), rtol=1e-6,
                                atol=1e-6)
+
+
+LAZY = [("LazyLinear", (3,), {}, (4, 5), "Linear", (3, 5)),
+        ("LazyLinear", (2,), {"bias": False}, (2, 6, 4), "Linear", (2, 4)),
+        ("LazyConv1d", (4, 3), {"stride": 2}, (2, 3, 9), "Conv1d", (4, 3, 3)),
+        ("LazyConv2d", (4, 3), {"padding": 1, "groups": 2}, (2, 6, 5, 5), "Conv2d", (4, 3, 3, 3)),
+        ("LazyConv3d", (2, 2), {}, (3, 3, 3, 3), "Conv3d", (2, 3, 2, 2, 2)),
+        ("LazyConvTranspose1d", (4, 3), {"bias": False}, (6, 5), "ConvTranspose1d", (6, 4, 3)),
+        ("LazyConvTranspose2d", (2, 3), {"stride": 2}, (1, 3, 4, 4), "ConvTranspose2d", (3, 2, 3, 3))]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape,becomes,weight_shape", LAZY)
+def test_lazy_modules(name, args, kwargs, shape, becomes, weight_shape):
+    module = getattr(nn, name)(*args, **kwargs)
+    assert nn.parameter.is_lazy(module.weight)
+    x = et(values(shape))
+    y = module(x)
+    assert type(module) is getattr(nn, becomes)
+    assert tuple(module.weight.shape) == weight_shape and not nn.parameter.is_lazy(module.weight)
+    bias = kwargs.get("bias", True)
+    assert (module.bias is not None) == bias
+    # initialized as the eager module: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    fan_in = int(np.prod(weight_shape[1:]))
+    assert np.abs(module.weight.detach().numpy()).max() <= 1 / math.sqrt(fan_in)
+    np.testing.assert_array_equal(y.detach().numpy(), module(x).detach().numpy())
+    if torch is not None:
+        torch_module = getattr(torch.nn, name)(*args, **kwargs)
+        assert repr(getattr(nn, name)(*args, **kwargs)) == repr(torch_module)
+        torch_module(torch.tensor(values(shape)))
+        assert repr(module) == repr(torch_module)
+
+
+def test_lazy_errors_and_loading():
+    with pytest.raises(RuntimeError, match=r"^Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d, but "
+                                           r"got input of size: "):
+        nn.LazyConv2d(4, 3)(ember.randn(3, 4))
+    with pytest.raises(ValueError, match="^in_channels must be divisible by groups$"):
+        nn.LazyConv1d(4, 3, groups=2)(ember.randn(2, 3, 5))
+    lazy, source = nn.LazyLinear(3), nn.Linear(5, 3)
+    lazy.load_state_dict(source.state_dict())
+    x = ember.randn(2, 5)
+    np.testing.assert_array_equal(lazy(x).detach().numpy(), source(x).detach().numpy())
+    assert type(lazy) is nn.Linear
