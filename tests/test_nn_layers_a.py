@@ -624,3 +624,12 @@ def test_lazy_errors_and_loading():
     x = ember.randn(2, 5)
     np.testing.assert_array_equal(lazy(x).detach().numpy(), source(x).detach().numpy())
     assert type(lazy) is nn.Linear
+
+
+def test_linear_shape_errors():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x5 and 3x4\)$"):
+        nn.Linear(3, 4)(ember.randn(2, 5))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(14x5 and 3x4\)$"):
+        nn.Linear(3, 4, bias=False)(ember.randn(7, 2, 5))
+    with pytest.raises(RuntimeError, match="^expected m1 and m2 to have the same dtype, but got: double != float$"):
+        F.linear(ember.randn(2, 3, dtype=ember.float64), ember.randn(4, 3), ember.randn(4))
