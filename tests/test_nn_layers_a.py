@@ -633,3 +633,21 @@ def test_linear_shape_errors():
         nn.Linear(3, 4, bias=False)(ember.randn(7, 2, 5))
     with pytest.raises(RuntimeError, match="^expected m1 and m2 to have the same dtype, but got: double != float$"):
         F.linear(ember.randn(2, 3, dtype=ember.float64), ember.randn(4, 3), ember.randn(4))
+
+
+@pytest.mark.parametrize("make,shape", [(lambda: nn.Conv2d(2, 3, 3, padding="same", padding_mode="circular"),
+                                         (1, 2, 5, 5)),
+                                        (lambda: nn.Linear(4, 2), (3, 4)), (lambda: nn.Upsample(scale_factor=2), (1, 2, 3)),
+                                        (lambda: nn.ReflectionPad2d(1), (1, 2, 3, 3)),
+                                        (lambda: nn.ConvTranspose1d(2, 3, 3, stride=2), (1, 2, 4))])
+def test_pickle_copy_and_double(make, shape):
+    import copy
+    import pickle
+    module = make()
+    x = et(values(shape))
+    expected = module(x).detach().numpy()
+    for clone in (pickle.loads(pickle.dumps(module)), copy.deepcopy(module)):
+        assert repr(clone) == repr(module) and type(clone) is type(module)
+        np.testing.assert_array_equal(clone(x).detach().numpy(), expected)
+    doubled = module.double()
+    np.testing.assert_allclose(doubled(x.double()).detach().numpy(), expected, rtol=1e-6, atol=1e-6)
