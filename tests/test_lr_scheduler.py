@@ -22,10 +22,15 @@ def make_optimizer(lib, kind="sgd", lrs=LRS):
     return lib.optim.Adam(groups, lr=lrs[0])
 
 
+def value(x):
+    """A number of the schedule as a Python float (a tensor lr is filled in place: keep its value now)."""
+    return x.item() if hasattr(x, "item") else x
+
+
 def snapshot(scheduler, optimizer):
     """The lrs the scheduler reports and each group's lr, momentum and betas."""
-    groups = [(g["lr"], g.get("momentum"), g.get("betas")) for g in optimizer.param_groups]
-    return list(scheduler.get_last_lr()), groups
+    groups = [(value(g["lr"]), g.get("momentum"), g.get("betas")) for g in optimizer.param_groups]
+    return [value(lr) for lr in scheduler.get_last_lr()], groups
 
 
 def run(lib, build, steps, kind="sgd", metrics=None):

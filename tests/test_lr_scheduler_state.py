@@ -473,3 +473,38 @@ def test_errors_as_pytorch(make, error, message):
 def test_milestones_are_a_counter():
     scheduler = lr_scheduler.MultiStepLR(make_optimizer(ember), milestones=[4, 2, 4])
     assert scheduler.milestones == Counter({4: 2, 2: 1})
+
+
+# ---- Tensor learning rates (updated in place, as PyTorch) ----
+
+TENSOR_LR = {
+    "exponential": lambda lib, o: lib.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+    "step": lambda lib, o: lib.optim.lr_scheduler.StepLR(o, 4, gamma=0.3),
+    "cosine": lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8, eta_min=0.01),
+    "linear": lambda lib, o: lib.optim.lr_scheduler.LinearLR(o, start_factor=0.25, total_iters=6),
+    "one_cycle": lambda lib, o: lib.optim.lr_scheduler.OneCycleLR(o, max_lr=lib.tensor(0.2), total_steps=20),
+}
+
+
+def tensor_lr_run(lib, build, steps=19):
+    lr = lib.tensor(0.1)
+    optimizer = lib.optim.SGD([lib.zeros(2, requires_grad=True)], lr=lr, momentum=0.9)
+    scheduler = build(lib, optimizer)
+    values = []
+    for _ in range(steps):
+        optimizer.step()
+        scheduler.step()
+        (last,) = scheduler.get_last_lr()
+        assert optimizer.param_groups[0]["lr"] is lr and last is not lr  # filled in place; a copy reported
+        assert isinstance(last, lib.Tensor) and last.dtype == lib.float32
+        values.append(last.item())
+    return values
+
+
+@pytest.mark.parametrize("name", TENSOR_LR)
+def test_tensor_lr(name):
+    ours = tensor_lr_run(ember, TENSOR_LR[name])
+    float_run = run(ember, lambda S, o: TENSOR_LR[name](ember, o), 19)
+    assert ours == pytest.approx([row[1][0][0] for row in float_run[1:]], rel=1e-6)
+    if torch is not None:
+        assert ours == tensor_lr_run(torch, TENSOR_LR[name])
