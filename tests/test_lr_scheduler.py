@@ -2,6 +2,7 @@
 when torch is installed, and the closed-form schedules hold without it."""
 import math
 
+import numpy as np
 import pytest
 
 import ember
@@ -294,3 +295,32 @@ def test_plateau_accepts_a_zero_dim_tensor_metric():
     for value in (1.0, 2.0):
         scheduler.step(ember.tensor(value))
     assert scheduler.best == 1.0 and scheduler.get_last_lr() == [0.1 * 0.1, 0.05 * 0.1]
+
+
+# ---- In a training loop: the optimizer reads the lr and momentum the scheduler sets ----
+
+def train(lib, kind, build, steps=25):
+    """A float64 least-squares fit (convex: the two libraries' rounding differences do not grow)."""
+    weight = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=lib.float64, requires_grad=True)
+    x = lib.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0], [0.0, -2.0, 1.0], [3.0, 1.0, -1.0]], dtype=lib.float64)
+    optimizer = lib.optim.SGD([weight], lr=0.1, momentum=0.9) if kind == "sgd" else lib.optim.Adam([weight], lr=0.1)
+    scheduler = build(lib.optim.lr_scheduler, optimizer)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        ((x @ weight.T - 1.0) ** 2).mean().backward()
+        optimizer.step()
+        scheduler.step()
+    return weight.detach().numpy()
+
+
+@pytest.mark.parametrize("kind, build", [
+    ("sgd", lambda S, o: S.OneCycleLR(o, max_lr=0.05, total_steps=25)),
+    ("adam", lambda S, o: S.CyclicLR(o, 0.01, 0.2, step_size_up=4)),
+    ("sgd", lambda S, o: S.SequentialLR(o, [S.LinearLR(o, 0.1, total_iters=5), S.ExponentialLR(o, 0.8)], [5])),
+])
+def test_training_loop(kind, build):
+    ours = train(ember, kind, build)
+    frozen = train(ember, kind, lambda S, o: S.ConstantLR(o, factor=1.0))
+    assert abs(ours - frozen).max() > 1e-3  # the schedule changed the trajectory
+    if torch is not None:
+        np.testing.assert_allclose(ours, train(torch, kind, build), rtol=1e-12, atol=1e-12)
