@@ -160,6 +160,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 from ._losses import *  # noqa: E402,F401,F403  (the losses, in their own file)
 from ._losses import __all__ as _loss_names  # noqa: E402
 __all__ += _loss_names
+from ._ctc import ctc_loss  # noqa: E402,F401  (issue 12: its own file, a custom autograd Function)
+__all__ += ["ctc_loss"]
 
 # ---------------------------------------------------------------- dropout (issue 11)
 # PyTorch's F checks p in Python (ValueError) and maps the 1d/2d/3d forms onto feature dropout.
@@ -676,3 +678,64 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     div = avg_pool2d(div, (size, 1), stride=1).squeeze(1).reshape(sizes)
     div = div.mul(alpha).add(k).pow(beta)
     return input / div
+
+
+# ---------------------------------------------------------------- layers (issue 12)
+# What the nn layer modules call that ember had no function for: linear and bilinear maps over
+# matmul, conv3d over conv2d (nn/_conv3d.py), channel_shuffle over reshapes.
+from ._conv3d import conv3d  # noqa: E402
+
+__all__ += ["bilinear", "channel_shuffle", "conv3d", "linear", "native_channel_shuffle"]
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight^T + bias, over the last dim of input."""
+    if bias is not None and input.dim() == 2:
+        return _C.addmm(bias, input, weight.t())
+    output = input.matmul(weight.t())
+    return output if bias is None else output + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b for each output feature: weight (out, in1, in2), inputs (*, in1) and (*, in2)."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.size(d) != input2.size(d):
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {input1.size(d)} "
+                               f"and {input2.size(d)}")
+    if input1.size(-1) != weight.size(1):
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.size(-1)} but "
+                           f"expected {weight.size(1)}")
+    if input2.size(-1) != weight.size(2):
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.size(-1)} but "
+                           f"expected {weight.size(2)}")
+    if bias is not None and bias.size(0) != weight.size(0):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.size(0)} but expected "
+                           f"{weight.size(0)}")
+    out_features, in1, in2 = weight.shape
+    batch = list(input1.shape[:-1])
+    # (B, in1) @ (in1, out * in2): each row's x1^T A_o for every o, then dotted with x2.
+    left = input1.reshape(-1, in1).matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
+    output = (left.reshape(-1, out_features, in2) * input2.reshape(-1, 1, in2)).sum(-1)
+    if bias is not None:
+        output = output + bias
+    return output.reshape(batch + [out_features])
+
+
+def native_channel_shuffle(input, groups):
+    """The channels (dim 1) split into `groups` and interleaved: channel g * (C / groups) + i goes to i * groups + g."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    channels = input.size(1)
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if channels % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {channels} channels and {groups} "
+                           "groups.")
+    shape = list(input.shape)
+    grouped = input.reshape([shape[0], groups, channels // groups] + shape[2:])
+    return grouped.transpose(1, 2).reshape(shape)
+
+
+channel_shuffle = native_channel_shuffle
