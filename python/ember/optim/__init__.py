@@ -10,6 +10,6 @@ from .nadam import NAdam
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 
 __all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "LBFGS", "NAdam", "Optimizer", "RAdam", "RMSprop", "SGD"]
