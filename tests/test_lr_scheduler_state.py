@@ -508,3 +508,22 @@ def test_tensor_lr(name):
     assert ours == pytest.approx([row[1][0][0] for row in float_run[1:]], rel=1e-6)
     if torch is not None:
         assert ours == tensor_lr_run(torch, TENSOR_LR[name])
+
+
+def test_plateau_step_with_epoch_warns_and_sets_it():
+    scheduler = lr_scheduler.ReduceLROnPlateau(make_optimizer(ember), patience=0)
+    with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step\\(\\)` was not necessary"):
+        scheduler.step(1.0, epoch=5)
+    scheduler.step(2.0)
+    assert scheduler.last_epoch == 6 and scheduler.num_bad_epochs == 0 and scheduler.get_last_lr()[1] == 0.05 * 0.1
+
+
+def test_public_names():
+    names = {"LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
+             "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
+             "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "LRScheduler"}
+    assert set(lr_scheduler.__all__) == names and all(hasattr(lr_scheduler, n) for n in names)
+    assert ember.optim.lr_scheduler is lr_scheduler
+    if torch is not None:
+        assert lr_scheduler.__all__ == torch.optim.lr_scheduler.__all__
+        assert ember.optim.swa_utils.__all__ == torch.optim.swa_utils.__all__
