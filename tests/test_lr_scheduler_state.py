@@ -524,6 +524,7 @@ def test_public_names():
              "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "LRScheduler"}
     assert set(lr_scheduler.__all__) == names and all(hasattr(lr_scheduler, n) for n in names)
     assert ember.optim.lr_scheduler is lr_scheduler
+    assert {getattr(lr_scheduler, n).__module__ for n in names} == {"ember.optim.lr_scheduler"}
     if torch is not None:
         assert lr_scheduler.__all__ == torch.optim.lr_scheduler.__all__
         assert ember.optim.swa_utils.__all__ == torch.optim.swa_utils.__all__
