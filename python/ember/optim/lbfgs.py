@@ -152,7 +152,7 @@ class LBFGS(Optimizer):
         offset = 0
         for p in self._params:
             numel = p.numel()
-            p.add_(update[offset:offset + numel].view_as(p), alpha=step_size)
+            p.add_(update[offset:offset + numel].view(p.shape), alpha=step_size)
             offset += numel
         assert offset == self._numel()
 
