@@ -80,7 +80,7 @@ from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
+from . import autograd, cuda, backends, func, linalg, nn, optim, utils  # noqa: E402,F401
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 

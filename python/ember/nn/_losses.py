@@ -274,3 +274,78 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = _C.minimum(d_neg, distance(positive, negative))
     return _reduce(_C.clamp_min(margin + d_pos - d_neg, 0), reduction)
+
+
+# ---------------------------------------------------------------- multi-class margin losses (issue 12)
+__all__ += ["multi_margin_loss", "multilabel_margin_loss"]
+
+
+def _margin_loss_frame(input):
+    """PyTorch's shape rule of the multi-class margin losses: a (C) vector, a 0-d scalar (one class) or
+    a (N, C) matrix (N may be 0), returned as (N, C)."""
+    dim = input.dim()
+    if not ((dim == 2 and input.size(1) != 0) or (dim == 1 and input.size(0) != 0) or dim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    return input.reshape(1, -1) if dim < 2 else input
+
+
+def _check_long_target(target):
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {str(target.dtype).split('.')[-1].capitalize()}")
+
+
+def _per_sample(loss, reduction, scalar):
+    """The reduced loss, or with 'none' the per-sample loss ((N), or 0-d when `scalar`, as PyTorch's)."""
+    return loss.reshape(()) if reduction == "none" and scalar else _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """sum over classes i != y of max(0, margin - x[y] + x[i])^p (times weight[y]), divided by the class count."""
+    reduction = ("none", "mean", "sum")[_reduction_enum(size_average, reduce, reduction)]
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = _margin_loss_frame(input)
+    n, classes = x.shape
+    _check_long_target(target)
+    if target.numel() != n or target.dim() > 1:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input "
+                           f"has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    target = target.reshape(n, 1)
+    if n and bool(((target < 0) | (target >= classes)).any()):
+        raise RuntimeError("target out of range")
+    # relu, not clamp: PyTorch's kernel passes no gradient where the margin term is exactly 0.
+    z = _C.relu(margin - x.gather(1, target) + x)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.gather(0, target.reshape(-1)).reshape(n, 1)
+    z = z * (1 - _nn.one_hot(target.reshape(-1), classes).to(z.dtype))  # the target class adds nothing
+    return _per_sample(z.sum(1) / classes, reduction, target.dim() == 0)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])), divided by the
+    class count; each row of `target` lists its classes up to the first -1."""
+    reduction = ("none", "mean", "sum")[_reduction_enum(size_average, reduce, reduction)]
+    x = _margin_loss_frame(input)
+    n, classes = x.shape
+    _check_long_target(target)
+    if (target.dim() > 1 or target.numel() != classes) if input.dim() < 2 else target.shape != x.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    target = target.reshape(n, classes)
+    if bool(((target < -1) | (target >= classes)).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    listed = _C.cumprod((target != -1).to(x.dtype), 1)  # 1 up to the first -1
+    rows = target.clamp_min(0)
+    is_target = _C.zeros_like(x).scatter_add(1, rows, listed) > 0
+    pairs = _C.relu(1 - x.gather(1, rows).unsqueeze(2) + x.unsqueeze(1))  # (N, listed j, class i)
+    pairs = pairs * (listed.unsqueeze(2) * (~is_target).to(x.dtype).unsqueeze(1))
+    return _per_sample(pairs.sum((1, 2)) / classes, reduction, target.dim() <= 1)

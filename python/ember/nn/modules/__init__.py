@@ -25,6 +25,15 @@ from .pooling import (  # noqa: F401
 )
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 
+# Normalization, embeddings, dropout, activations, losses (i12-layers-b).
+from .activation import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+
 # What `from .modules import *` gives ember.nn: every class imported above (a new topic file
 # only adds its import line), but the mixin, which PyTorch keeps in nn.modules.lazy.
 __all__ = [name for name, value in list(globals().items())

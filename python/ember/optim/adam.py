@@ -1,0 +1,160 @@
+"""Adam (PyTorch's torch.optim.Adam); AdamW is Adam with decoupled weight decay."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import ember
+
+from .optimizer import Optimizer, _check_betas, _check_fused_foreach, _check_lr, _check_nonnegative, _closure_loss, \
+    _get_value, _restore_group_defaults, _to_scalar, _use_grad_for_differentiable, _use_multi_tensor, _zero_step
+
+__all__ = ["Adam", "adam"]
+
+
+def _as_number(x: Any) -> Any:
+    """A hyperparameter given as a one-element tensor, as a Python number for the update."""
+    x = _to_scalar(x)
+    return x.item() if isinstance(x, ember.Tensor) else x
+
+
+class Adam(Optimizer):
+    r"""Implements the Adam algorithm, as PyTorch's.
+
+    Args:
+        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
+            defining parameter groups
+        lr (float, Tensor, optional): learning rate (default: 1e-3)
+        betas (tuple[float, float], optional): coefficients used for computing running averages of gradient
+            and its square (default: (0.9, 0.999))
+        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-8)
+        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
+        decoupled_weight_decay (bool, optional): if True, this optimizer is equivalent to AdamW
+        amsgrad (bool, optional): whether to use the AMSGrad variant (default: False)
+        foreach, fused (bool, optional): the multi-tensor C++ update (default None: on for CPU tensors)
+        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
+        capturable (bool, optional): accepted for compatibility (default: False)
+        differentiable (bool, optional): autograd records the step (default: False)
+    """
+
+    def __init__(self, params: Any, lr: Any = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: Optional[bool] = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: Optional[bool] = None, decoupled_weight_decay: bool = False) -> None:
+        if isinstance(lr, ember.Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        _check_lr(lr)
+        _check_nonnegative("epsilon", eps)
+        _check_betas(betas)
+        _check_nonnegative("weight_decay", weight_decay)
+        if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, ember.Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i, beta in enumerate(betas[:2]):
+            if isinstance(beta, ember.Tensor):
+                if not capturable and foreach:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+                if beta.numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
+        betas = tuple(map(_to_scalar, betas))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        _check_fused_foreach(fused, foreach, differentiable)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        _restore_group_defaults(self, amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                differentiable=False, decoupled_weight_decay=False, fused=None)
+
+    def _init_group(self, group: dict, params: list, grads: list, exp_avgs: list, exp_avg_sqs: list,
+                    max_exp_avg_sqs: list, state_steps: list) -> None:
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            state = self.state[p]
+            if len(state) == 0:  # lazy state initialization
+                state["step"] = _zero_step()
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            if group["differentiable"] and state["step"].requires_grad:
+                raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
+            if group["foreach"] and isinstance(group["lr"], ember.Tensor) and not group["capturable"]:
+                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            state_steps.append(state["step"])
+
+    @_use_grad_for_differentiable
+    def step(self, closure: Any = None) -> Any:
+        """Performs a single optimization step.
+
+        Args:
+            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
+        """
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            params: list = []
+            grads: list = []
+            exp_avgs: list = []
+            exp_avg_sqs: list = []
+            max_exp_avg_sqs: list = []
+            state_steps: list = []
+            beta1, beta2 = group["betas"]
+            self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
+            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=group["amsgrad"],
+                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+                 maximize=group["maximize"], foreach=group["foreach"], capturable=group["capturable"],
+                 differentiable=group["differentiable"], fused=group["fused"],
+                 decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss
+
+
+def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list, state_steps: list,
+         foreach: Optional[bool] = None, capturable: bool = False, differentiable: bool = False,
+         fused: Optional[bool] = None, *, amsgrad: bool, beta1: Any, beta2: Any, lr: Any, weight_decay: float,
+         eps: float, maximize: bool, decoupled_weight_decay: bool = False) -> None:
+    r"""Functional API that performs Adam algorithm computation."""
+    if not all(isinstance(t, ember.Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    kwargs = dict(amsgrad=amsgrad, beta1=_as_number(beta1), beta2=_as_number(beta2), lr=_as_number(lr),
+                  weight_decay=weight_decay, eps=eps, maximize=maximize,
+                  decoupled_weight_decay=decoupled_weight_decay)
+    if params and _use_multi_tensor("_fused_adam", params + grads, foreach, fused, differentiable):
+        ember._fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [], state_steps,
+                          **kwargs)
+    else:
+        _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, **kwargs)
+
+
+def _single_tensor_adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list,
+                        state_steps: list, *, amsgrad: bool, beta1: float, beta2: float, lr: float,
+                        weight_decay: float, eps: float, maximize: bool, decoupled_weight_decay: bool) -> None:
+    # PyTorch's single-tensor update, op for op (so float32 results round alike).
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = _get_value(step_t)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if amsgrad:
+            ember.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+            denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        param.addcdiv_(exp_avg, denom, value=-step_size)
