@@ -1,6 +1,6 @@
 """ember.nn: neural-network building blocks, as torch.nn: Module and its containers,
-Parameter and Buffer, the layers, and the functional interface (ember.nn.functional)."""
+Parameter and Buffer, the layers, the functional interface (ember.nn.functional) and the
+initializers (ember.nn.init)."""
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
-from . import functional, modules, parameter  # noqa: F401
-from . import init  # noqa: F401
+from . import functional, init, modules, parameter  # noqa: F401

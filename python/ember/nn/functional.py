@@ -160,6 +160,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 from ._losses import *  # noqa: E402,F401,F403  (the losses, in their own file)
 from ._losses import __all__ as _loss_names  # noqa: E402
 __all__ += _loss_names
+from ._ctc import ctc_loss  # noqa: E402,F401  (issue 12: its own file, a custom autograd Function)
+__all__ += ["ctc_loss"]
 
 # ---------------------------------------------------------------- dropout (issue 11)
 # PyTorch's F checks p in Python (ValueError) and maps the 1d/2d/3d forms onto feature dropout.
