@@ -45,3 +45,10 @@ __all__ += [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
     "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
 ]
+
+# i12-transformer: attention and transformers
+from .attention import *  # noqa: F401,F403,E402
+from .transformer import *  # noqa: F401,F403,E402
+from . import attention, transformer  # noqa: E402
+
+__all__ += attention.__all__ + transformer.__all__
