@@ -4,5 +4,6 @@ initializers (ember.nn.init)."""
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from . import functional, init, modules, parameter  # noqa: F401
-# i12-transformer: nn.utils
-from . import utils  # noqa: F401,E402
+# i12-transformer: nn.utils and the (single-device, single-process) parallel wrappers
+from . import parallel, utils  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402
