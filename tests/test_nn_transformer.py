@@ -326,18 +326,43 @@ def test_generate_square_subsequent_mask():
     assert ember.nn.Transformer.generate_square_subsequent_mask(3, dtype=ember.float64).dtype == ember.float64
 
 
-def test_encoder_layer_matches_hand_written_block():
-    """Post-norm encoder layer in eval mode = norm2(h + ff(h)) with h = norm1(x + attn(x))."""
+def hand_written_block(layer, x, memory=None, mask=None):
+    """An encoder (memory None) or decoder layer in eval mode from its parts: each sublayer f adds
+    f(norm(x)) with norm_first, else x becomes norm(x + f(x))."""
+    attend = lambda attn, q, kv, m=None: attn(q, kv, kv, attn_mask=m, need_weights=False)[0]  # noqa: E731
+    feedforward = lambda h: layer.linear2(F.gelu(layer.linear1(h)))  # noqa: E731
+    sublayers = [lambda h: attend(layer.self_attn, h, h, mask)]
+    if memory is not None:
+        sublayers.append(lambda h: attend(layer.multihead_attn, h, memory))
+    sublayers.append(feedforward)
+    for i, f in enumerate(sublayers, 1):
+        norm = getattr(layer, f"norm{i}")
+        x = x + f(norm(x)) if layer.norm_first else norm(x + f(x))
+    return x
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("decoder", [False, True])
+def test_layers_match_hand_written_blocks(norm_first, decoder):
     ember.manual_seed(0)
-    layer = ember.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.3, batch_first=True).eval()
-    x = ember.randn(3, 5, 8)
+    cls = ember.nn.TransformerDecoderLayer if decoder else ember.nn.TransformerEncoderLayer
+    layer = cls(8, 2, dim_feedforward=16, dropout=0.3, activation="gelu", batch_first=True,
+                norm_first=norm_first).eval()
     with ember.no_grad():
-        attn = layer.self_attn(x, x, x, need_weights=False)[0]
-        h = F.layer_norm(x + attn, (8,), layer.norm1.weight, layer.norm1.bias)
-        ff = F.linear(F.relu(F.linear(h, layer.linear1.weight, layer.linear1.bias)), layer.linear2.weight,
-                      layer.linear2.bias)
-        expected = F.layer_norm(h + ff, (8,), layer.norm2.weight, layer.norm2.bias)
-        np.testing.assert_allclose(to_numpy(layer(x)), to_numpy(expected), rtol=1e-5, atol=1e-5)
+        for p in layer.parameters():  # LayerNorm's ones/zeros would hide a swapped norm
+            p.add_(ember.randn(p.shape) * 0.1)
+    x, memory = ember.randn(3, 5, 8), ember.randn(3, 7, 8)
+    mask = ember.from_numpy(causal_mask(5))
+    with ember.no_grad():
+        out = layer(x, memory, tgt_mask=mask) if decoder else layer(x, src_mask=mask)
+        expected = hand_written_block(layer, x, memory if decoder else None, mask)
+    np.testing.assert_allclose(to_numpy(out), to_numpy(expected), rtol=1e-5, atol=1e-5)
+    # dropout acts in training mode: the output changes from call to call
+    layer.train()
+    with ember.no_grad():
+        a = layer(x, memory) if decoder else layer(x)
+        b = layer(x, memory) if decoder else layer(x)
+    assert not np.allclose(to_numpy(a), to_numpy(b))
 
 
 def test_clones_are_deep_copies_and_activation_strings():
