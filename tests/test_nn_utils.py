@@ -290,3 +290,69 @@ def test_weight_norm_matches_torch(dim):
     for name in ("weight_g", "weight_v", "bias"):
         np.testing.assert_allclose(getattr(e_conv, name).grad.numpy(), getattr(t_conv, name).grad.numpy(),
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_spectral_norm_divides_by_the_largest_singular_value():
+    from ember.nn.utils import remove_spectral_norm, spectral_norm
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(5, 4)
+    w = lin.weight.detach().numpy().copy()
+    assert spectral_norm(lin) is lin
+    assert [n for n, _ in lin.named_parameters()] == ["bias", "weight_orig"]
+    assert [n for n, _ in lin.named_buffers()] == ["weight_u", "weight_v"]
+    assert list(lin.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    x = ember.randn(3, 5)
+    for _ in range(30):  # power iteration converges on the top singular pair
+        out = lin(x)
+    sigma = np.linalg.svd(w, compute_uv=False)[0]
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w / sigma, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), x.numpy() @ (w / sigma).T + lin.bias.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    u = lin.weight_u.numpy().copy()
+    lin.eval()  # no iteration in eval mode: the buffers stay
+    lin(x)
+    np.testing.assert_array_equal(lin.weight_u.numpy(), u)
+    out = lin(x)
+    out.sum().backward()
+    assert lin.weight_orig.grad is not None
+    with pytest.raises(RuntimeError, match="Cannot register two spectral_norm hooks on the same parameter weight"):
+        spectral_norm(lin)
+    with pytest.raises(ValueError, match="Expected n_power_iterations to be positive, but got n_power_iterations=0"):
+        spectral_norm(ember.nn.Linear(2, 2), n_power_iterations=0)
+    remove_spectral_norm(lin)
+    assert [n for n, _ in lin.named_parameters()] == ["bias", "weight"]
+    assert list(lin.state_dict()) == ["bias", "weight"] and not lin._load_state_dict_pre_hooks
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w / sigma, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found in Linear"):
+        remove_spectral_norm(lin)
+
+
+@needs_torch
+@pytest.mark.parametrize("module", ["Linear", "Conv2d", "ConvTranspose2d"])
+def test_spectral_norm_matches_torch(module):
+    from ember.nn.utils import spectral_norm
+    args = (6, 4) if module == "Linear" else (3, 4, 3)
+    t_mod = torch.nn.utils.spectral_norm(getattr(torch.nn, module)(*args), n_power_iterations=2)
+    e_mod = spectral_norm(getattr(ember.nn, module)(*args), n_power_iterations=2)
+    assert list(e_mod.state_dict()) == list(t_mod.state_dict())
+    e_mod.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in t_mod.state_dict().items()})
+    rng = np.random.default_rng(6)
+    shape = (3, 6) if module == "Linear" else (2, 3, 5, 5)
+    for step in range(3):  # each training forward moves u and v by two iterations
+        x = rng.standard_normal(shape).astype(np.float32)
+        e_out, t_out = e_mod(ember.from_numpy(x)), t_mod(torch.from_numpy(x))
+        np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-4, atol=1e-5)
+        for buf in ("weight_u", "weight_v"):
+            np.testing.assert_allclose(getattr(e_mod, buf).numpy(), getattr(t_mod, buf).numpy(), rtol=1e-4,
+                                       atol=1e-6)
+    e_out.sum().backward()
+    t_out.sum().backward()
+    np.testing.assert_allclose(e_mod.weight_orig.grad.numpy(), t_mod.weight_orig.grad.numpy(), rtol=1e-4, atol=1e-5)
+    # A version-0 checkpoint (weight and weight_u, no weight_v) loads as PyTorch's does: v solved so that
+    # u^T W v is the checkpoint's sigma, so the eval-mode weight is the checkpoint's weight.
+    old = {k: v for k, v in t_mod.state_dict().items() if k != "weight_v"}
+    old["weight"] = t_mod.weight.detach()
+    e_mod.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in old.items()})
+    e_mod.eval()
+    e_mod(ember.from_numpy(rng.standard_normal(shape).astype(np.float32)))  # the hook recomputes the weight
+    np.testing.assert_allclose(e_mod.weight.detach().numpy(), old["weight"].numpy(), rtol=1e-3, atol=1e-4)

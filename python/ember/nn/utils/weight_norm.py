@@ -69,9 +69,15 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     r"""Remove the weight normalization reparameterization from a module."""
+    _remove_reparametrization(module, WeightNorm, name, "weight_norm")
+    return module
+
+
+def _remove_reparametrization(module, cls, name, what):
+    """Undo and drop the `cls` forward pre-hook of parameter `name` (PyTorch's ValueError when none)."""
     for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, cls) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+            return
+    raise ValueError(f"{what} of '{name}' not found in {module}")
