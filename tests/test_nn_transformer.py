@@ -637,3 +637,28 @@ def test_transformer_errors_match_torch():
         with pytest.raises(RuntimeError) as e_err:
             e_model(ember.from_numpy(src), ember.from_numpy(tgt))
         assert str(e_err.value) == str(t_err.value)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_attention_dropout_only_in_training(need_weights):
+    ember.manual_seed(1)
+    mha = ember.nn.MultiheadAttention(8, 2, dropout=0.5, dtype=ember.float64)
+    x = ember.randn(4, 3, 8, dtype=ember.float64)
+    a, b = (mha(x, x, x, need_weights=need_weights)[0] for _ in range(2))
+    assert a.dtype == ember.float64 and not np.allclose(to_numpy(a), to_numpy(b))
+    mha.eval()
+    a, b = (mha(x, x, x, need_weights=need_weights)[0] for _ in range(2))
+    np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+def test_transformer_pickles_and_deep_copies():
+    import copy
+    import pickle
+    model = ember.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16,
+                                 activation="gelu", batch_first=True).eval()
+    src, tgt = ember.randn(2, 5, 8), ember.randn(2, 4, 8)
+    expected = to_numpy(model(src, tgt))
+    for clone in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+        assert clone.decoder.layers[0].activation is F.gelu
+        assert list(clone.state_dict()) == list(model.state_dict())
+        np.testing.assert_array_equal(to_numpy(clone(src, tgt)), expected)
