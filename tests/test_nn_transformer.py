@@ -662,3 +662,25 @@ def test_transformer_pickles_and_deep_copies():
         assert clone.decoder.layers[0].activation is F.gelu
         assert list(clone.state_dict()) == list(model.state_dict())
         np.testing.assert_array_equal(to_numpy(clone(src, tgt)), expected)
+
+
+def test_functional_static_kv_replace_the_projected_keys_and_values():
+    rng = np.random.default_rng(13)
+    L, S, N, E, H = 3, 5, 2, 8, 2
+    d = E // H
+    w = make_weights(rng, E)
+    query, key = randn(rng, L, N, E), randn(rng, S, N, E)
+    heads = lambda x: x.reshape(S, N * H, d).transpose(1, 0, 2).copy()  # noqa: E731  (N * H, S, d)
+    static_k = heads(key.astype(np.float64) @ w["wk"].T + w["bk"]).astype(np.float32)
+    static_v = heads(key.astype(np.float64) @ w["wv"].T + w["bv"]).astype(np.float32)
+    other = randn(rng, S, N, E)  # key/value inputs the statics override
+    out, weights = call_functional(query, other, other, H, w, static_k=ember.from_numpy(static_k),
+                                   static_v=ember.from_numpy(static_v))
+    ref_out, ref_w = np_mha(query, key, key, H, w)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(weights, ref_w, rtol=1e-4, atol=1e-5)
+    with pytest.raises(AssertionError, match="expecting static_k.size\\(0\\) of 4, but got 2"):
+        call_functional(query, other, other, H, w, static_k=ember.from_numpy(static_k[:2]))
+    with pytest.raises(AssertionError, match="bias cannot be added to static key."):
+        call_functional(query, other, other, H, dict(w, bias_k=randn(rng, 1, 1, E), bias_v=randn(rng, 1, 1, E)),
+                        static_k=ember.from_numpy(static_k))

@@ -124,8 +124,9 @@ def _static_kv(static, name, bsz, num_heads, head_dim):
     return static
 
 
-def _project(query, key, value, embed_dim, in_proj_weight, in_proj_bias, use_separate_proj_weight,
-             q_proj_weight, k_proj_weight, v_proj_weight):
+def _project(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight, q_proj_weight, k_proj_weight,
+             v_proj_weight):
+    """q, k, v from the packed weight or the three separate ones, after PyTorch's shape checks."""
     if not use_separate_proj_weight:
         if key.shape != value.shape:
             raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
@@ -175,8 +176,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    q, k, v = _project(query, key, value, embed_dim, in_proj_weight, in_proj_bias, use_separate_proj_weight,
-                       q_proj_weight, k_proj_weight, v_proj_weight)
+    q, k, v = _project(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight, q_proj_weight,
+                       k_proj_weight, v_proj_weight)
     if attn_mask is not None:
         attn_mask = _check_attn_mask_shape(attn_mask, bsz, num_heads, tgt_len, src_len)
 
