@@ -4,6 +4,8 @@ interface (ember.nn.functional)."""
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from . import functional, init, modules, parameter  # noqa: F401
+from . import parallel, utils  # noqa: F401
+from .parallel import DataParallel  # noqa: F401
 
 
 def factory_kwargs(kwargs: "dict | None") -> dict:

@@ -739,3 +739,11 @@ def native_channel_shuffle(input, groups):
 
 
 channel_shuffle = native_channel_shuffle
+
+
+# ---------------------------------------------------------------- multi-head attention (issue 12)
+from ._attention import (  # noqa: E402,F401  (in their own file)
+    _canonical_mask, _in_projection, _in_projection_packed, _mha_shape_check, _none_or_dtype,
+    multi_head_attention_forward,
+)
+__all__ += ["multi_head_attention_forward"]
