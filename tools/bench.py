@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
     CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches)
+from bench_models import MODEL_ROWS, model_benches  # noqa: E402
 
 
 
@@ -303,7 +304,8 @@ def goals(corename):
              "ember/torch time", "<=", 1 / 1.2),
         Goal("lapack", ("linalg.inv 512", "linalg.qr 512"), "torch", "ember/torch time", "<=", 1.0,
              "no target in the issue"),
-    ]
+        Goal("topk short rows", ("topk 8192x1000 k=5",), "torch", "ember/torch GB/s", ">=", 1.2),
+    ] + [Goal(row.removeprefix("train step "), (row,), "torch", "ember/torch time", "<=", 0.8) for row in MODEL_ROWS]
 
 
 def cuda_goals():
@@ -553,7 +555,7 @@ def main():
     args = parse_args()
     started = time.perf_counter()
     other_load = OtherLoad()
-    every = cuda_benches() if args.device == "cuda" else all_benches()
+    every = cuda_benches() if args.device == "cuda" else all_benches() + model_benches()
     benches = [b for b in every if not args.only or args.only in b.name]
     run_imports = args.device == "cpu" and (not args.only or any(args.only in name for name in IMPORT_ROWS))
     if not benches and not run_imports:

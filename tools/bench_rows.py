@@ -363,8 +363,8 @@ def all_benches():
             + layout_benches() + reduction_benches() + softmax_benches()
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
-            + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches() + lapack_benches())
+            + norm_benches() + pool_benches() + sort_benches() + unique_benches()
+            + regression_loss_benches() + padpool_benches() + lapack_benches())
 
 
 def loss_benches():
@@ -719,3 +719,17 @@ def lapack_benches():
         return (lambda: np.linalg.qr(a)) if lib.is_numpy else (lambda: lib.mod.linalg.qr(a))
 
     return [Bench("lapack", f"linalg.inv {n}", "ms", inv), Bench("lapack", f"linalg.qr {n}", "ms", qr)]
+
+
+# ---------------------------------------------------------------- unique (issue 11)
+def unique_benches():
+    """topk over many short rows (8192 x 1000 float32, k=5 along the last dim), the shape of
+    a classifier's top-5 (GB/s = bytes of the input read)."""
+    rows, cols, k = 8192, 1000, 5
+
+    def topk(lib):
+        a = lib.mod.tensor(np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32))
+        return lambda: lib.mod.topk(a, k, -1)
+
+    return [Bench("unique / short-row topk (GB/s = bytes of the input)", "topk 8192x1000 k=5", "GB/s", topk,
+                  work=rows * cols * F32, columns=TORCHLIKE_COLUMNS)]

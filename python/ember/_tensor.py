@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, SupportsIndex, U
 
 import numpy as np
 
-from . import _C, _comparison, _legacy, _utils
+from . import _C, _comparison, _legacy, _utils, functional as _functional
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
 
@@ -151,6 +151,18 @@ class Tensor(_C.TensorBase):
 
     def equal(self, other: Tensor) -> _bool:
         return _comparison.equal(self, other)
+
+    def unique(self, sorted: _bool = True, return_inverse: _bool = False, return_counts: _bool = False,
+               dim: Optional[_int] = None) -> Any:
+        return _functional.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse: _bool = False, return_counts: _bool = False,
+                           dim: Optional[_int] = None) -> Any:
+        return _functional.unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def histogram(self, bins: Any = 100, *, range: Optional[Sequence[_float]] = None,  # type: ignore[override]
+                  weight: Optional[Tensor] = None, density: _bool = False) -> Any:
+        return _functional.histogram(self, bins, range=range, weight=weight, density=density)
 
     def type(self, dtype: Any = None, non_blocking: _bool = False) -> Union[str, Tensor]:
         """The legacy type name ('ember.FloatTensor'), or the tensor converted to `dtype` (a dtype,

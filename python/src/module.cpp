@@ -215,6 +215,7 @@ PYBIND11_MODULE(_C, m) {
     d["gil_release_work"] = t::kGilReleaseWork;
     d["sort_insertion_max"] = t::kSortInsertionMax;
     d["topk_split_line"] = t::kTopkSplitLine;
+    d["topk_small_k"] = t::kTopkSmallK;
     return d;
   });
   python::bind_cuda(m);

@@ -3,6 +3,7 @@
 Each mirrors PyTorch's semantics where NumPy's differ (0-d inputs, keepdim for a
 flattened argmax, squeeze of a non-1 dim, chunk sizes, ...).
 """
+import itertools
 import math
 import warnings
 
@@ -669,3 +670,14 @@ def np_poisson_nll(x, t, log_input, full, eps):
 
 
 HELPERS.update({"np_loss_reduction": np_loss_reduction, "np_huber": np_huber, "np_poisson_nll": np_poisson_nll})
+
+
+def np_combinations(a, r=2, with_replacement=False):
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(a.shape[0]), r))
+    if r == 0:
+        return a[:0]
+    return a[np.array(rows, dtype=np.int64).reshape(len(rows), r)]
+
+
+HELPERS["np_combinations"] = np_combinations

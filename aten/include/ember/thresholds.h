@@ -31,5 +31,8 @@ constexpr int64_t kSortInsertionMax = 48;
 // (a serial topk reads ~1e6 float32 a millisecond, less than a parallel region can
 // cost on a busy machine).
 constexpr int64_t kTopkSplitLine = 64 * kGrainSize;
+// topk: up to this k, each line keeps its best k sorted by insertion (cheap for short
+// rows); larger k collect candidates in a buffer cut back with nth_element.
+constexpr int64_t kTopkSmallK = 16;
 
 }  // namespace ember::thresholds

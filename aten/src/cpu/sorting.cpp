@@ -7,7 +7,9 @@
 //   - topk: one pass keeping a candidate buffer of 2k + 64 that is cut back to the
 //     best k (nth_element) when full; after the first cut only keys above the k-th
 //     best are looked at (blocks are screened with a vectorisable max). A few long
-//     lines are split across threads and the candidates merged.
+//     lines are split across threads and the candidates merged. For a small k, each
+//     line keeps its best k sorted by insertion instead (no buffer, no nth_element),
+//     which is what many short rows need.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -28,6 +30,7 @@ namespace {
 using namespace sorting;
 
 using thresholds::kSortInsertionMax;
+using thresholds::kTopkSmallK;
 using thresholds::kTopkSplitLine;
 // Elements screened together by topk before any is looked at one by one.
 constexpr int64_t kScreenBlock = 64;
@@ -194,6 +197,29 @@ void collect_topk(const T* x, int64_t stride, int64_t lo, int64_t hi, int64_t k,
   out.insert(out.end(), c.begin(), c.end());
 }
 
+// The best k (k <= kTopkSmallK) of a line of n, kept sorted best first in best[0, k) by
+// insertion: once k are held, only blocks with an element beating the k-th best (a
+// vectorisable screen) are looked at one by one. Ties keep the earlier index first.
+template <typename T>
+void small_topk(const T* x, int64_t stride, int64_t n, int64_t k, bool largest, Candidate<key_t<T>>* best) {
+  using K = key_t<T>;
+  int64_t held = 0;
+  opmath_t<T> threshold_value{};
+  for (int64_t b = 0; b < n; b += kScreenBlock) {
+    const int64_t e = std::min(n, b + kScreenBlock);
+    if (held == k && !any_beats(x, stride, b, e, largest, best[k - 1].key, threshold_value)) continue;
+    for (int64_t j = b; j < e; ++j) {
+      K key = sort_key(x[j * stride]);
+      if (!largest) key = K(~key);
+      if (held == k && key <= best[k - 1].key) continue;
+      int64_t p = held < k ? held++ : k - 1;
+      for (; p > 0 && best[p - 1].key < key; --p) best[p] = best[p - 1];
+      best[p] = {key, j};
+      if (held == k) threshold_value = static_cast<opmath_t<T>>(x[best[k - 1].idx * stride]);
+    }
+  }
+}
+
 template <typename T>
 void topk_lines(const T* x, T* values, int64_t* indices, const Lines& g, int64_t k, bool largest) {
   using K = key_t<T>;
@@ -224,6 +250,20 @@ void topk_lines(const T* x, T* values, int64_t* indices, const Lines& g, int64_t
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
+  if (k <= kTopkSmallK) {
+    parallel_for(g.count(), grain, [&](int64_t b, int64_t e) {
+      Candidate<K> best[kTopkSmallK];
+      for (int64_t l = b; l < e; ++l) {
+        const int64_t s = g.start(l), out_s = (l / inner) * k * inner + l % inner;
+        small_topk(x + s, inner, n, k, largest, best);
+        for (int64_t j = 0; j < k; ++j) {
+          values[out_s + j * inner] = x[s + best[j].idx * inner];
+          indices[out_s + j * inner] = best[j].idx;
+        }
+      }
+    });
+    return;
+  }
   parallel_for(g.count(), grain, [&](int64_t b, int64_t e) {
     std::vector<Candidate<K>> c;
     for (int64_t l = b; l < e; ++l) {
