@@ -22,6 +22,7 @@ from ._global_hooks import (  # noqa: F401  (public here, as in PyTorch)
     register_module_full_backward_pre_hook, register_module_module_registration_hook,
     register_module_parameter_registration_hook,
 )
+from ._call import call_with_hooks
 from ._to_args import parse_to
 
 __all__ = [
@@ -414,7 +415,6 @@ class Module:
                 or _global_backward_pre_hooks or _global_backward_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
-        from ._call import call_with_hooks
         return call_with_hooks(self, args, kwargs)
 
     __call__: Callable[..., Any] = _call_impl
