@@ -7,6 +7,7 @@ import pytest
 
 import ember
 import ember.nn as nn
+from ember.nn.modules.linear import Linear  # nn.Linear once i12-layers-a's exports are merged
 from harness.nn_modules import assert_same_step, assert_same_structure, copy_state
 
 try:
@@ -110,6 +111,8 @@ def test_embedding_bag_modes_and_offsets():
     bag.mode = "max"
     out = bag(ember.tensor(idx.reshape(2, 4)))  # a 2-D input: one bag per row
     np.testing.assert_allclose(out.detach().numpy(), [w[idx[:4]].max(0), w[idx[4:]].max(0)], rtol=1e-6)
+    bag.include_last_offset = True  # ignored for a 2-D input, as PyTorch does
+    assert bag(ember.tensor(idx.reshape(2, 4))).shape == (2, 3)
 
 
 def test_embedding_bag_mean_include_last_offset_and_padding():
@@ -143,7 +146,9 @@ def test_embedding_bag_matches_torch(kwargs, weighted):
     t_mod, e_mod = torch.nn.EmbeddingBag(8, 3, **kwargs), nn.EmbeddingBag(8, 3, **kwargs)
     copy_state(t_mod, e_mod)
     assert_same_structure(e_mod, t_mod)
-    inputs = [np.array([1, 2, 4, 5, 4, 3, 2, 7]), np.array([0, 3, 3, 6])]
+    # with include_last_offset the last offset is the input's length (PyTorch's contract)
+    last = [8] if kwargs.get("include_last_offset") else []
+    inputs = [np.array([1, 2, 4, 5, 4, 3, 2, 7]), np.array([0, 3, 3, 6] + last)]
     if weighted:
         inputs.append(RNG.random(8).astype(np.float32))
     assert_same_step(e_mod, t_mod, *inputs)
@@ -205,7 +210,7 @@ def test_alpha_dropout_keeps_mean_and_variance():
 
 
 def test_dropout_follows_the_model_mode():
-    model = nn.Sequential(nn.Linear(20, 20), nn.Dropout(0.5))
+    model = nn.Sequential(Linear(20, 20), nn.Dropout(0.5))
     x = ember.randn(8, 20)
     model.eval()
     np.testing.assert_array_equal(model(x).detach().numpy(), model(x).detach().numpy())

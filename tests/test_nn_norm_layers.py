@@ -11,6 +11,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember.nn.modules.linear import Linear  # nn.Linear once i12-layers-a's exports are merged
 from harness.nn_modules import assert_close, assert_same_step, assert_same_structure, copy_state
 
 try:
@@ -124,7 +125,7 @@ def test_batchnorm_running_stats_with_momentum(cls, shape):
         assert int(bn.num_batches_tracked) == step + 1
     bn.eval()
     x = randn(*shape)
-    np.testing.assert_allclose(bn(ember.tensor(x)).numpy(), np_normalize(x, mean_ref, var_ref, w, b),
+    np.testing.assert_allclose(bn(ember.tensor(x)).detach().numpy(), np_normalize(x, mean_ref, var_ref, w, b),
                                rtol=1e-4, atol=1e-5)
     assert int(bn.num_batches_tracked) == 4  # eval does not count batches
 
@@ -206,10 +207,10 @@ def test_batchnorm_current_checkpoint_missing_num_batches_tracked_is_an_error():
 
 
 def test_batchnorm_state_dict_round_trip_in_a_model():
-    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
+    model = nn.Sequential(Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
     for _ in range(2):
         model(ember.randn(5, 4))
-    clone = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
+    clone = nn.Sequential(Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
     clone.load_state_dict(model.state_dict())
     assert int(clone[1].num_batches_tracked) == 2
     np.testing.assert_array_equal(clone[1].running_var.numpy(), model[1].running_var.numpy())
@@ -218,7 +219,7 @@ def test_batchnorm_state_dict_round_trip_in_a_model():
 
 
 def test_convert_sync_batchnorm_shares_parameters_and_buffers():
-    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=0.2), nn.Sequential(nn.BatchNorm1d(4)))
+    model = nn.Sequential(Linear(3, 4), nn.BatchNorm1d(4, momentum=0.2), nn.Sequential(nn.BatchNorm1d(4)))
     model(ember.randn(3, 3))
     model.eval()
     converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)

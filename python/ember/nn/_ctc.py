@@ -17,8 +17,8 @@ def _logsumexp(*terms):
     top = terms[0]
     for t in terms[1:]:
         top = _C.maximum(top, t)
-    top = _C.where(top == _NEG_INF, _C.zeros_like(top), top)
-    total = _C.zeros_like(top)
+    top = _C.where(top == _NEG_INF, ember.zeros_like(top), top)
+    total = ember.zeros_like(top)
     for t in terms:
         total = total + _C.exp(t - top)
     return _C.log(total) + top
@@ -26,7 +26,7 @@ def _logsumexp(*terms):
 
 def _shift(x, by):
     """x moved `by` places right along the last dim (left when negative), filled with -inf."""
-    fill = _C.full_like(x[..., :abs(by)], _NEG_INF)
+    fill = ember.full_like(x[..., :abs(by)], _NEG_INF)
     return _C.cat([fill, x[..., :-by]], -1) if by > 0 else _C.cat([x[..., -by:], fill], -1)
 
 
@@ -46,7 +46,7 @@ def _extended_labels(targets, target_lengths, blank):
         ext[1:2 * length:2] = [int(v) for v in labels]
         rows.append(ext)
     ext = ember.tensor(rows, dtype=ember.int64).reshape(n, 2 * max_len + 1)
-    two_back = _C.cat([_C.full_like(ext[:, :2], -1), ext[:, :-2]], 1)
+    two_back = _C.cat([ember.full_like(ext[:, :2], -1), ext[:, :-2]], 1)
     return ext, (ext != blank) & (ext != two_back)
 
 
@@ -85,29 +85,29 @@ class _CTCLoss(Function):
         lengths = ember.tensor(input_lengths, dtype=ember.int64)
         # lp[t, b, s]: the log-probability of sample b's extended label s at time t
         lp = log_probs.gather(2, ext.unsqueeze(0).expand(time, batch, positions))
-        start = _C.full_like(lp[0], _NEG_INF)
+        start = ember.full_like(lp[0], _NEG_INF)
         start[:, :2] = lp[0, :, :2]
         alphas = [start]
         for t in range(1, time):
             prev = alphas[-1]
-            skip = _C.where(can_skip, _shift(prev, 2), _C.full_like(prev, _NEG_INF))
+            skip = _C.where(can_skip, _shift(prev, 2), ember.full_like(prev, _NEG_INF))
             step = _logsumexp(prev, _shift(prev, 1), skip) + lp[t]
             alphas.append(_C.where((lengths > t).unsqueeze(1), step, prev))  # finished samples keep their last
         alpha = _C.stack(alphas)
         last = ember.tensor([2 * length for length in target_lengths], dtype=ember.int64).unsqueeze(1)
         # position s at s + 1 after a -inf column (the "label before" an empty target)
-        final = _C.cat([_C.full_like(alpha[-1][:, :1], _NEG_INF), alpha[-1]], 1)
+        final = _C.cat([ember.full_like(alpha[-1][:, :1], _NEG_INF), alpha[-1]], 1)
         nll = -_logsumexp(final.gather(1, last + 1), final.gather(1, last)).reshape(batch)
         # an empty input sequence has probability 1 of an empty target and 0 of any other
         empty = lengths == 0
         if bool(empty.any()):
-            nll = _C.where(empty, _C.where(last.reshape(batch) == 0, _C.zeros_like(nll), -_C.zeros_like(nll).log()),
+            nll = _C.where(empty, _C.where(last.reshape(batch) == 0, ember.zeros_like(nll), -ember.zeros_like(nll).log()),
                            nll)
         ctx.save_for_backward(log_probs, lp, alpha, nll)
         ctx.ext, ctx.can_skip, ctx.lengths, ctx.last = ext, can_skip, lengths, last
         ctx.zero_infinity = zero_infinity
         if zero_infinity:
-            nll = _C.where(nll == float("inf"), _C.zeros_like(nll), nll)
+            nll = _C.where(nll == float("inf"), ember.zeros_like(nll), nll)
         return nll
 
     @staticmethod
@@ -122,19 +122,19 @@ class _CTCLoss(Function):
         at_end = (pos == last) | (pos == last - 1)
         skip_into = _shift(ctx.can_skip.to(lp.dtype), -2) > 0  # s + 2 may be reached from s
         betas = [None] * time
-        beta = _C.full_like(lp[0], _NEG_INF)
+        beta = ember.full_like(lp[0], _NEG_INF)
         for t in range(time - 1, -1, -1):
-            skip = _C.where(skip_into, _shift(beta, -2), _C.full_like(beta, _NEG_INF))
+            skip = _C.where(skip_into, _shift(beta, -2), ember.full_like(beta, _NEG_INF))
             step = _logsumexp(beta, _shift(beta, -1), skip) + lp[t]
-            init = _C.where(at_end, lp[t], _C.full_like(beta, _NEG_INF))
+            init = _C.where(at_end, lp[t], ember.full_like(beta, _NEG_INF))
             is_last = (lengths - 1 == t).unsqueeze(1)
             beta = _C.where(is_last, init, _C.where((lengths - 1 > t).unsqueeze(1), step,
-                                                     _C.full_like(beta, _NEG_INF)))
+                                                     ember.full_like(beta, _NEG_INF)))
             betas[t] = beta
         lcab = alpha + _C.stack(betas)  # (T, N, S): log(alpha * beta)
         top = lcab.amax(2, keepdim=True)
-        top = _C.where(top == _NEG_INF, _C.zeros_like(top), top)
-        summed = _C.zeros_like(log_probs).scatter_add(2, ext.unsqueeze(0).expand(time, batch, positions),
+        top = _C.where(top == _NEG_INF, ember.zeros_like(top), top)
+        summed = ember.zeros_like(log_probs).scatter_add(2, ext.unsqueeze(0).expand(time, batch, positions),
                                                       _C.exp(lcab - top))
         log_summed = _C.log(summed) + top
         grad = (_C.exp(log_probs) - _C.exp(log_summed + nll.reshape(1, batch, 1) - log_probs))
@@ -143,7 +143,7 @@ class _CTCLoss(Function):
         keep = active.unsqueeze(2)
         if ctx.zero_infinity:
             keep = keep & (nll != float("inf")).reshape(1, batch, 1)
-        grad = _C.where(keep, grad, _C.zeros_like(grad))
+        grad = _C.where(keep, grad, ember.zeros_like(grad))
         return grad, None, None, None, None, None
 
 

@@ -317,6 +317,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"has shape {list(input.shape)}.")
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    scalar_target = target.dim() == 0
     target = target.reshape(n, 1)
     if n and bool(((target < 0) | (target >= classes)).any()):
         raise RuntimeError("target out of range")
@@ -327,7 +328,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None:
         z = z * weight.gather(0, target.reshape(-1)).reshape(n, 1)
     z = z * (1 - _nn.one_hot(target.reshape(-1), classes).to(z.dtype))  # the target class adds nothing
-    return _per_sample(z.sum(1) / classes, reduction, target.dim() == 0)
+    return _per_sample(z.sum(1) / classes, reduction, scalar_target)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -340,12 +341,13 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if (target.dim() > 1 or target.numel() != classes) if input.dim() < 2 else target.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    unbatched = target.dim() <= 1
     target = target.reshape(n, classes)
     if bool(((target < -1) | (target >= classes)).any()):
         raise RuntimeError("argument #2 'target' is out of range")
     listed = _C.cumprod((target != -1).to(x.dtype), 1)  # 1 up to the first -1
     rows = target.clamp_min(0)
-    is_target = _C.zeros_like(x).scatter_add(1, rows, listed) > 0
+    is_target = x.new_zeros(x.shape).scatter_add(1, rows, listed) > 0
     pairs = _C.relu(1 - x.gather(1, rows).unsqueeze(2) + x.unsqueeze(1))  # (N, listed j, class i)
     pairs = pairs * (listed.unsqueeze(2) * (~is_target).to(x.dtype).unsqueeze(1))
-    return _per_sample(pairs.sum((1, 2)) / classes, reduction, target.dim() <= 1)
+    return _per_sample(pairs.sum((1, 2)) / classes, reduction, unbatched)
