@@ -82,6 +82,16 @@ def test_embedding_errors():
         nn.EmbeddingBag(3, 2, padding_idx=5)
 
 
+def test_sparse_gradients_are_refused_clearly():
+    # ember has no sparse tensors: sparse=True is kept (repr, state) but the lookup refuses it by name
+    emb = nn.Embedding(5, 2, sparse=True)
+    assert emb.sparse and list(emb.state_dict()) == ["weight"]
+    with pytest.raises(NotImplementedError, match=r"embedding: sparse=True \(sparse gradients\) is not supported"):
+        emb(ember.tensor([1, 2]))
+    with pytest.raises(NotImplementedError, match="embedding_bag: sparse=True"):
+        nn.EmbeddingBag(5, 2, sparse=True)(ember.tensor([[1, 2]]))
+
+
 @needs_torch
 @pytest.mark.parametrize("kwargs", [{}, dict(padding_idx=1), dict(scale_grad_by_freq=True),
                                     dict(max_norm=1.5, norm_type=1.0)])
