@@ -72,6 +72,17 @@ def _define(lib):
         def extra_repr(self):
             return "first line\nsecond line"
 
+    class Wrapper(nn.Module):
+        """An extra_repr (with a blank line) and children."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.add_module("skip", None)  # a registered absent child prints as None
+
+        def extra_repr(self):
+            return "mode=wrap\n\nafter blank"
+
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -103,7 +114,25 @@ def _define(lib):
         def forward(self, a, k, b):
             return a * b * k, (a + b).exp()
 
-    return types.SimpleNamespace(TinyLinear=TinyLinear, Scale=Scale, Block=Block, MultiLine=MultiLine, Net=Net,
+    class LazyScale(nn.modules.lazy.LazyModuleMixin, Scale):
+        """Scale whose size comes from the first input's last dim."""
+
+        cls_to_become = Scale
+
+        def __init__(self):
+            super().__init__(0)
+            self.gain = nn.UninitializedParameter()
+            self.running = nn.UninitializedBuffer()
+
+        def initialize_parameters(self, x):
+            if self.has_uninitialized_params():
+                with lib.no_grad():
+                    self.gain.materialize((x.shape[-1],))
+                    self.gain.fill_(3.0)
+                    self.running.materialize((x.shape[-1],))
+                    self.running.zero_()
+
+    return types.SimpleNamespace(LazyScale=LazyScale, TinyLinear=TinyLinear, Scale=Scale, Block=Block, MultiLine=MultiLine, Wrapper=Wrapper, Net=Net,
                                  Tied=Tied, TwoInTwoOut=TwoInTwoOut)
 
 

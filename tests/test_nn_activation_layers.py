@@ -10,7 +10,6 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.modules.linear import Linear  # nn.Linear once i12-layers-a's exports are merged
 from harness.nn_modules import assert_same_step, assert_same_structure, copy_state
 
 try:
@@ -111,7 +110,7 @@ def test_inplace_activation_writes_into_its_input(name, kwargs, expected):
 
 
 def test_inplace_relu_in_a_graph_keeps_gradients():
-    lin = Linear(3, 4)
+    lin = nn.Linear(3, 4)
     out = nn.ReLU(inplace=True)(lin(ember.randn(5, 3)))
     out.sum().backward()
     assert lin.weight.grad.shape == (4, 3)
@@ -194,7 +193,7 @@ def test_activation_modules_are_not_each_others_subclasses():
 
 
 def test_activations_in_a_sequential_model():
-    model = nn.Sequential(Linear(4, 8), nn.GELU(), Linear(8, 8), nn.SiLU(), Linear(8, 3), nn.LogSoftmax(1))
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 3), nn.LogSoftmax(1))
     assert repr(model).splitlines()[2] == "  (1): GELU(approximate='none')"
     out = model(ember.randn(5, 4))
     np.testing.assert_allclose(out.exp().sum(1).detach().numpy(), np.ones(5), rtol=1e-5)

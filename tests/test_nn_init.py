@@ -18,7 +18,6 @@ except ImportError:  # the torch comparisons are skipped without it
 
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 N = 20000
-KS_LIMIT = 1.95 / math.sqrt(N)  # the KS distance's 0.1% critical value
 
 
 def gen(seed=0):
@@ -33,6 +32,12 @@ def ks_distance(sample, cdf):
     model = cdf(x)
     n = len(x)
     return max(np.max(np.arange(1, n + 1) / n - model), np.max(model - np.arange(n) / n))
+
+
+def assert_follows(sample, cdf):
+    """The sample passes the Kolmogorov-Smirnov test against cdf at the 0.1% level."""
+    n = np.asarray(sample).size
+    assert ks_distance(sample, cdf) < 1.95 / math.sqrt(n)
 
 
 def normal_cdf(mean, std):
@@ -97,13 +102,13 @@ def test_uniform_and_normal_distributions():
     assert init.uniform_(t, -0.5, 2.0, generator=gen(1)) is t
     v = t.numpy()
     assert v.min() >= -0.5 and v.max() <= 2.0
-    assert ks_distance(v, uniform_cdf(-0.5, 2.0)) < KS_LIMIT
+    assert_follows(v, uniform_cdf(-0.5, 2.0))
     t64 = ember.empty(100, N // 100, dtype=ember.float64)
     assert init.normal_(t64, 3.0, 0.5, generator=gen(2)) is t64
-    assert ks_distance(t64.numpy(), normal_cdf(3.0, 0.5)) < KS_LIMIT
+    assert_follows(t64.numpy(), normal_cdf(3.0, 0.5))
     # defaults: U(0, 1) and N(0, 1)
-    assert ks_distance(init.uniform_(ember.empty(N), generator=gen(3)).numpy(), uniform_cdf(0, 1)) < KS_LIMIT
-    assert ks_distance(init.normal_(ember.empty(N), generator=gen(4)).numpy(), normal_cdf(0, 1)) < KS_LIMIT
+    assert_follows(init.uniform_(ember.empty(N), generator=gen(3)).numpy(), uniform_cdf(0, 1))
+    assert_follows(init.normal_(ember.empty(N), generator=gen(4)).numpy(), normal_cdf(0, 1))
 
 
 def truncated_normal_cdf(mean, std, a, b):
@@ -121,13 +126,13 @@ def test_trunc_normal(mean, std, a, b):
         assert init.trunc_normal_(t, mean, std, a, b, generator=gen(5)) is t
     v = t.numpy()
     assert v.min() >= a and v.max() <= b
-    assert ks_distance(v, truncated_normal_cdf(mean, std, a, b)) < KS_LIMIT
+    assert_follows(v, truncated_normal_cdf(mean, std, a, b))
 
 
 def test_trunc_normal_defaults_and_warning():
     v = init.trunc_normal_(ember.empty(N), generator=gen(6)).numpy()
     assert v.min() >= -2 and v.max() <= 2
-    assert ks_distance(v, truncated_normal_cdf(0, 1, -2, 2)) < KS_LIMIT
+    assert_follows(v, truncated_normal_cdf(0, 1, -2, 2))
     with pytest.warns(UserWarning, match=r"mean is more than 2 std from \[a, b\] in nn.init.trunc_normal_"):
         v = init.trunc_normal_(ember.empty(100), mean=5.0, std=1.0, a=-1.0, b=1.0).numpy()
     assert v.min() >= -1 and v.max() <= 1
@@ -209,9 +214,9 @@ def test_xavier():
     t = ember.empty(200, 300)
     bound = 1.7 * math.sqrt(6 / 500)
     assert init.xavier_uniform_(t, gain=1.7, generator=gen(7)) is t
-    assert ks_distance(t.numpy(), uniform_cdf(-bound, bound)) < KS_LIMIT
+    assert_follows(t.numpy(), uniform_cdf(-bound, bound))
     v = init.xavier_normal_(ember.empty(40, 50, 3), generator=gen(8)).numpy()
-    assert ks_distance(v, normal_cdf(0, math.sqrt(2 / 270))) < KS_LIMIT
+    assert_follows(v, normal_cdf(0, math.sqrt(2 / 270)))
 
 
 @pytest.mark.parametrize("a,mode,nonlinearity", [(0, "fan_in", "leaky_relu"), (math.sqrt(5), "fan_in", "leaky_relu"),
@@ -223,9 +228,9 @@ def test_kaiming(a, mode, nonlinearity):
     std = init.calculate_gain(nonlinearity, a) / math.sqrt(fan)
     t = ember.empty(shape)
     assert init.kaiming_uniform_(t, a, mode, nonlinearity, generator=gen(9)) is t
-    assert ks_distance(t.numpy(), uniform_cdf(-std * math.sqrt(3), std * math.sqrt(3))) < KS_LIMIT
+    assert_follows(t.numpy(), uniform_cdf(-std * math.sqrt(3), std * math.sqrt(3)))
     assert init.kaiming_normal_(t, a=a, mode=mode, nonlinearity=nonlinearity, generator=gen(10)) is t
-    assert ks_distance(t.numpy(), normal_cdf(0, std)) < KS_LIMIT
+    assert_follows(t.numpy(), normal_cdf(0, std))
 
 
 def test_kaiming_zero_element_warns():
@@ -255,7 +260,7 @@ def test_orthogonal_sign_fix_makes_it_haar():
     g = gen(12)
     firsts = [init.orthogonal_(ember.empty(3, 3), generator=g).numpy()[0, 0] for _ in range(600)]
     # Under Haar measure W[0, 0] is the coordinate of a uniform unit vector in R^3: U(-1, 1).
-    assert ks_distance(firsts, uniform_cdf(-1, 1)) < 1.95 / math.sqrt(600)
+    assert_follows(firsts, uniform_cdf(-1, 1))
 
 
 def test_orthogonal_errors_and_empty():
@@ -278,7 +283,7 @@ def test_sparse_distribution_and_errors():
     v = init.sparse_(ember.empty(400, 50), 0.25, std=0.3, generator=gen(14)).numpy()
     kept = v[v != 0]
     assert kept.size == 300 * 50
-    assert ks_distance(kept, normal_cdf(0, 0.3)) < 1.95 / math.sqrt(kept.size)
+    assert_follows(kept, normal_cdf(0, 0.3))
     with pytest.raises(ValueError, match="^Only tensors with 2 dimensions are supported$"):
         init.sparse_(ember.empty(2, 3, 4), 0.1)
 

@@ -132,6 +132,7 @@ def outputs(result):
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths")  # torch's own note
 @pytest.mark.parametrize("name,args,kwargs,shapes", CASES, ids=CASE_IDS)
 def test_module_matches_torch(name, args, kwargs, shapes):
     module, torch_module = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
@@ -268,7 +269,7 @@ def np_conv3d(x, w, b, stride, padding, dilation, groups):
     ((2, 3, 4, 5, 6), (3, 1, 3, 2, 2), (1, 2, 1), (2, 1, 0), (1, 1, 2), 3, False),
     ((1, 2, 3, 3, 3), (2, 2, 3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), 1, True),
 ])
-def test_conv3d_against_numpy(xshape, wshape, stride, padding, dilation, groups, bias):
+def test_conv3d_against_numpy(xshape, wshape, stride, padding, dilation, groups, bias, threads):
     x, w = values(xshape, 1).astype(np.float64), values(wshape, 2).astype(np.float64)
     b = values(wshape[0], 3).astype(np.float64) if bias else None
     out = F.conv3d(et(x), et(w), None if b is None else et(b), stride, padding, dilation, groups)
@@ -557,3 +558,69 @@ def test_upsample_scale_factor_is_stored_as_float():
     assert nn.Upsample(scale_factor=2).scale_factor == 2.0
     assert nn.Upsample(scale_factor=(2, 3)).scale_factor == (2.0, 3.0)
     assert nn.Upsample(size=4).scale_factor is None
+
+
+@pytest.mark.parametrize("make,shapes", [
+    (lambda: nn.Linear(5, 3), [(4, 5)]), (lambda: nn.Bilinear(4, 3, 2), [(6, 4), (6, 3)]),
+    (lambda: nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"), [(2, 3, 6, 7)]),
+    (lambda: nn.Conv3d(4, 6, (2, 3, 1), padding="same", groups=2), [(2, 4, 5, 6, 3)]),
+    (lambda: nn.ConvTranspose1d(3, 2, 3, stride=2), [(2, 3, 5)]), (lambda: nn.ChannelShuffle(2), [(2, 4, 3, 5)]),
+    (lambda: nn.ReplicationPad2d((1, 0, 2, 1)), [(2, 3, 4, 5)]), (lambda: nn.Flatten(0, 1), [(2, 3, 4)]),
+    (lambda: nn.CosineSimilarity(dim=-1), [(4, 5), (4, 5)]), (lambda: nn.MaxPool2d(2), [(2, 3, 6, 8)]),
+])
+def test_non_contiguous_inputs(make, shapes):
+    # Each input as the transpose of a contiguous array, and as an expanded (stride 0) batch:
+    # the module gives what it gives on contiguous copies.
+    module = make()
+    arrays = [values(s, i) for i, s in enumerate(shapes)]
+    expected = module(*[et(a) for a in arrays])
+    transposed = [et(np.ascontiguousarray(np.swapaxes(a, 0, -1))).transpose(0, -1) for a in arrays]
+    assert not all(t.is_contiguous() for t in transposed)
+    np.testing.assert_allclose(module(*transposed).detach().numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+    expanded = [et(a[:1]).expand(*a.shape) for a in arrays]
+    copies = [et(np.broadcast_to(a[:1], a.shape).copy()) for a in arrays]
+    np.testing.assert_allclose(module(*expanded).detach().numpy(), module(*copies).detach().numpy(), rtol=1e-6,
+                               atol=1e-6)
+
+
+LAZY = [("LazyLinear", (3,), {}, (4, 5), "Linear", (3, 5)),
+        ("LazyLinear", (2,), {"bias": False}, (2, 6, 4), "Linear", (2, 4)),
+        ("LazyConv1d", (4, 3), {"stride": 2}, (2, 3, 9), "Conv1d", (4, 3, 3)),
+        ("LazyConv2d", (4, 3), {"padding": 1, "groups": 2}, (2, 6, 5, 5), "Conv2d", (4, 3, 3, 3)),
+        ("LazyConv3d", (2, 2), {}, (3, 3, 3, 3), "Conv3d", (2, 3, 2, 2, 2)),
+        ("LazyConvTranspose1d", (4, 3), {"bias": False}, (6, 5), "ConvTranspose1d", (6, 4, 3)),
+        ("LazyConvTranspose2d", (2, 3), {"stride": 2}, (1, 3, 4, 4), "ConvTranspose2d", (3, 2, 3, 3))]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape,becomes,weight_shape", LAZY)
+def test_lazy_modules(name, args, kwargs, shape, becomes, weight_shape):
+    module = getattr(nn, name)(*args, **kwargs)
+    assert nn.parameter.is_lazy(module.weight)
+    x = et(values(shape))
+    y = module(x)
+    assert type(module) is getattr(nn, becomes)
+    assert tuple(module.weight.shape) == weight_shape and not nn.parameter.is_lazy(module.weight)
+    bias = kwargs.get("bias", True)
+    assert (module.bias is not None) == bias
+    # initialized as the eager module: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    fan_in = int(np.prod(weight_shape[1:]))
+    assert np.abs(module.weight.detach().numpy()).max() <= 1 / math.sqrt(fan_in)
+    np.testing.assert_array_equal(y.detach().numpy(), module(x).detach().numpy())
+    if torch is not None:
+        torch_module = getattr(torch.nn, name)(*args, **kwargs)
+        assert repr(getattr(nn, name)(*args, **kwargs)) == repr(torch_module)
+        torch_module(torch.tensor(values(shape)))
+        assert repr(module) == repr(torch_module)
+
+
+def test_lazy_errors_and_loading():
+    with pytest.raises(RuntimeError, match=r"^Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d, but "
+                                           r"got input of size: "):
+        nn.LazyConv2d(4, 3)(ember.randn(3, 4))
+    with pytest.raises(ValueError, match="^in_channels must be divisible by groups$"):
+        nn.LazyConv1d(4, 3, groups=2)(ember.randn(2, 3, 5))
+    lazy, source = nn.LazyLinear(3), nn.Linear(5, 3)
+    lazy.load_state_dict(source.state_dict())
+    x = ember.randn(2, 5)
+    np.testing.assert_array_equal(lazy(x).detach().numpy(), source(x).detach().numpy())
+    assert type(lazy) is nn.Linear

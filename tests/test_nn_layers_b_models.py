@@ -9,8 +9,6 @@ import pytest
 
 import ember
 import ember.nn as nn
-from ember.nn.modules.flatten import Flatten  # nn.Flatten and nn.Linear once i12-layers-a's exports are merged
-from ember.nn.modules.linear import Linear
 from harness.nn_modules import assert_close, copy_state
 
 try:
@@ -22,17 +20,17 @@ needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 RNG = np.random.default_rng(21)
 
 
-def text_model(lib, linear):
+def text_model(lib):
     """An embedding classifier: Embedding, LayerNorm, Dropout, GELU, PReLU and a LogSoftmax head."""
-    return lib.Sequential(lib.Embedding(20, 8, padding_idx=0), lib.LayerNorm(8), lib.Dropout(0.0), linear(8, 16),
-                          lib.GELU(approximate="tanh"), lib.PReLU(), linear(16, 5), lib.LogSoftmax(dim=-1))
+    return lib.Sequential(lib.Embedding(20, 8, padding_idx=0), lib.LayerNorm(8), lib.Dropout(0.0), lib.Linear(8, 16),
+                          lib.GELU(approximate="tanh"), lib.PReLU(), lib.Linear(16, 5), lib.LogSoftmax(dim=-1))
 
 
-def signal_model(lib, linear, flatten):
+def signal_model(lib):
     """A 1-D signal model: BatchNorm1d, GroupNorm, InstanceNorm1d, activations, RMSNorm."""
     return lib.Sequential(lib.BatchNorm1d(4, momentum=None), lib.ReLU(), lib.GroupNorm(2, 4),
-                          lib.InstanceNorm1d(4, affine=True, track_running_stats=True), flatten(),
-                          linear(24, 6), lib.RMSNorm(6), lib.SiLU(), linear(6, 3))
+                          lib.InstanceNorm1d(4, affine=True, track_running_stats=True), lib.Flatten(),
+                          lib.Linear(24, 6), lib.RMSNorm(6), lib.SiLU(), lib.Linear(6, 3))
 
 
 EXPECTED_TEXT_REPR = """Sequential(
@@ -48,7 +46,7 @@ EXPECTED_TEXT_REPR = """Sequential(
 
 
 def test_text_model_repr_keys_and_training():
-    model = text_model(nn, Linear)
+    model = text_model(nn)
     assert repr(model) == EXPECTED_TEXT_REPR
     assert list(model.state_dict()) == ["0.weight", "1.weight", "1.bias", "3.weight", "3.bias", "5.weight",
                                         "6.weight", "6.bias"]
@@ -73,10 +71,10 @@ def test_text_model_repr_keys_and_training():
                                                      ("signal", (5, 4, 6), "MultiMarginLoss")])
 def test_model_trains_as_torch_does(build, shape, loss_name):
     if build == "text":
-        t_model, e_model = text_model(torch.nn, torch.nn.Linear), text_model(nn, Linear)
+        t_model, e_model = text_model(torch.nn), text_model(nn)
     else:
-        t_model = signal_model(torch.nn, torch.nn.Linear, torch.nn.Flatten)
-        e_model = signal_model(nn, Linear, Flatten)
+        t_model = signal_model(torch.nn)
+        e_model = signal_model(nn)
     assert repr(e_model) == repr(t_model)
     assert list(e_model.state_dict()) == list(t_model.state_dict())
     copy_state(t_model, e_model)

@@ -10,7 +10,6 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.modules.linear import Linear  # nn.Linear once i12-layers-a's exports are merged
 from harness.nn_modules import assert_same_step, assert_same_structure, copy_state
 
 try:
@@ -222,7 +221,7 @@ def test_triplet_with_distance_function_and_swap():
 
 
 def test_loss_modules_in_a_training_step():
-    model = nn.Sequential(Linear(3, C))
+    model = nn.Sequential(nn.Linear(3, C))
     x, y = ember.randn(N, 3), ember.tensor(labels(N))
     loss = nn.CrossEntropyLoss()(model(x), y)
     loss.backward()

@@ -81,6 +81,16 @@ def test_buffer_marks_a_plain_tensor():
     assert list(m.state_dict()) == ["kept"]
 
 
+def test_import_paths_as_pytorch():
+    import ember.nn.modules.container
+    import ember.nn.modules.module
+    import ember.nn.parameter
+    assert ember.nn.modules.module.Module is nn.Module and ember.nn.parameter.Parameter is nn.Parameter
+    assert ember.nn.modules.container.Sequential is nn.Sequential is ember.nn.modules.Sequential
+    assert callable(ember.nn.modules.module.register_module_forward_hook)
+    assert nn.functional is ember.nn.functional
+
+
 def test_uninitialized_parameter_materializes():
     p = nn.UninitializedParameter()
     assert nn.parameter.is_lazy(p) and repr(p) == "<UninitializedParameter>"
@@ -88,6 +98,42 @@ def test_uninitialized_parameter_materializes():
         p.shape
     p.materialize((2, 3), dtype=ember.float64)
     assert type(p) is nn.Parameter and p.shape == (2, 3) and p.dtype == ember.float64 and p.requires_grad
+
+
+def lazy_module_life(lib):
+    """What a lazy module shows before and after its first forward, and after loading."""
+    t = toys(lib)
+    m = t.LazyScale()
+    before = (type(m).__name__, m.has_uninitialized_params(), sorted(m.state_dict()), repr(m.state_dict()["gain"]))
+    out = m(lib.ones(2, 3)).tolist()
+    after = (type(m).__name__, type(m.gain).__name__, tuple(m.gain.shape), m.gain.requires_grad, out)
+    fresh = t.LazyScale()
+    fresh.load_state_dict({"gain": lib.full((2,), 5.0), "running": lib.ones(2)})
+    loaded = (type(fresh.gain).__name__, fresh.gain.tolist(), fresh.running.tolist(), type(fresh).__name__)
+    return before, after, loaded
+
+
+def test_lazy_module_materializes_on_first_forward_and_on_load():
+    result = lazy_module_life(ember)
+    assert result == (("LazyScale", True, ["gain", "running"], "<UninitializedParameter>"),
+                      ("Scale", "Parameter", (3,), True, [[3.0] * 3] * 2),
+                      ("Parameter", [5.0, 5.0], [1.0, 1.0], "LazyScale"))
+    if torch is not None:
+        assert lazy_module_life(torch) == result
+    with pytest.raises(NotImplementedError, match="initialize_parameters is not implemented for Lazy"):
+        class Lazy(nn.modules.lazy.LazyModuleMixin, nn.Module):
+            pass
+        Lazy()(ember.ones(1))
+
+
+def test_factory_kwargs():
+    assert nn.factory_kwargs(None) == {}
+    assert nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": ember.float64}}) == {
+        "device": "cpu", "dtype": ember.float64}
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        nn.factory_kwargs({"size": 3})
+    with pytest.raises(TypeError, match="dtype specified twice, in \\*\\*kwargs and in factory_kwargs"):
+        nn.factory_kwargs({"dtype": 1, "factory_kwargs": {"dtype": 2}})
 
 
 # ---------------------------------------------------------------- registration
@@ -385,6 +431,54 @@ def test_state_dict_and_load_hooks():
     assert result.unexpected_keys == [] and n.running.tolist() == [9.0, 9.0]
 
 
+def test_private_state_dict_hook_may_replace_the_result():
+    # The old private form (still used by libraries): the root's hook may return a new state_dict.
+    def run(lib):
+        m = toys(lib).Scale(1)
+        m._register_state_dict_hook(lambda mod, sd, prefix, meta: OrderedDict(only=1))
+        return m.state_dict()
+
+    assert run(ember) == OrderedDict(only=1)
+    if torch is not None:
+        assert run(torch) == OrderedDict(only=1)
+
+
+def test_global_registration_hooks_may_replace_members():
+    from ember.nn.modules import module as module_module
+
+    seen = []
+
+    def on_param(mod, name, param):
+        seen.append(("param", name))
+        return nn.Parameter(param * 0 + 7) if name == "gain" else None
+
+    handles = [module_module.register_module_parameter_registration_hook(on_param),
+               module_module.register_module_buffer_registration_hook(lambda m, n, b: seen.append(("buffer", n))),
+               module_module.register_module_module_registration_hook(lambda m, n, c: seen.append(("module", n)))]
+    try:
+        block = E.Block(1)
+    finally:
+        for h in handles:
+            h.remove()
+    assert seen == [("param", "weight"), ("param", "bias"), ("module", "fc"), ("param", "alpha"), ("param", "gain"),
+                    ("buffer", "running"), ("buffer", "scratch"), ("module", "scale")]
+    assert block.scale.gain.tolist() == [7.0]
+    E.Scale(1)
+    assert len(seen) == 8  # removed
+
+
+def test_setstate_fills_in_what_old_pickles_lack():
+    m = E.Scale(1)
+    state = m.__getstate__()
+    for name in ("_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called", "_state_dict_pre_hooks",
+                 "_non_persistent_buffers_set", "_is_full_backward_hook", "_backward_pre_hooks"):
+        del state[name]
+    old = E.Scale.__new__(E.Scale)
+    old.__setstate__(state)
+    assert old(ember.ones(1)).tolist() == [2.0] and old._non_persistent_buffers_set == set()
+    assert list(old.state_dict()) == ["gain", "running", "scratch"]  # its non-persistent mark is lost, as in PyTorch
+
+
 # ---------------------------------------------------------------- modes, gradients, conversions
 def test_train_eval_requires_grad_and_zero_grad():
     net = E.Net()
@@ -451,6 +545,11 @@ def test_apply_and_to_dtype_convert_parameters_and_grads():
     assert counted.step.dtype == ember.float64  # type() converts everything, as PyTorch
     with pytest.raises(TypeError, match="to\\(\\) received an invalid combination of arguments"):
         counted.to(1.5)
+    counted.to("cpu", ember.float32, True)
+    assert counted.features[0].weight.dtype == ember.float32
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            counted.cuda()
 
 
 # ---------------------------------------------------------------- repr and dir
@@ -481,6 +580,21 @@ def test_repr_nested():
     if torch is not None:
         assert repr(toys(torch).Net()) == expected
     assert repr(nn.Module()) == "Module()"
+
+
+def test_repr_extra_lines_with_children():
+    def build(lib):
+        t = toys(lib)
+        return repr(t.Wrapper(lib.nn.ModuleList([t.Wrapper(t.Scale(1)), t.MultiLine()])))
+
+    # A module's own blank extra line is "  "; indenting it as a child empties it (Module's _addindent strips
+    # whitespace-only lines, ModuleList's does not, but its parent's does). A child registered as None prints.
+    expected = ("Wrapper(\n  mode=wrap\n  \n  after blank\n  (inner): ModuleList(\n    (0): Wrapper(\n      mode=wrap\n"
+                "\n      after blank\n      (inner): Scale()\n      (skip): None\n    )\n    (1): MultiLine(\n"
+                "      first line\n      second line\n    )\n  )\n  (skip): None\n)")
+    assert build(ember) == expected
+    if torch is not None:
+        assert build(torch) == expected
 
 
 def test_dir_lists_members():
@@ -645,6 +759,60 @@ def test_full_backward_hook_when_no_input_requires_grad():
         m(ember.ones(2)).sum().backward()
     assert seen == [((None,), [1.0, 1.0])]
     assert m.gain.grad.tolist() == [1.0, 1.0]
+
+
+def test_deprecated_backward_hook_sees_the_last_node():
+    def run(lib):
+        m = toys(lib).Scale(2)
+        seen = []
+        m.register_backward_hook(lambda mod, gin, gout: seen.append(
+            ([g.detach().numpy().copy() for g in gin], [g.detach().numpy().copy() for g in gout])))
+        x = lib.tensor([1.0, 3.0], requires_grad=True)
+        with pytest.warns(FutureWarning, match="Using a non-full backward hook when the forward contains multiple "
+                                               "autograd Nodes"):
+            (m(x) * lib.tensor([2.0, 5.0])).sum().backward()
+        return seen
+
+    (gin, gout), = run(ember)
+    # The node of x * gain: grads of both factors.
+    np.testing.assert_allclose(gout[0], [2.0, 5.0])
+    np.testing.assert_allclose(gin[0], [4.0, 10.0])
+    np.testing.assert_allclose(gin[1], [2.0, 15.0])
+    if torch is not None:
+        (tin, tout), = run(torch)
+        for mine, theirs in zip(gin + gout, tin + tout):
+            np.testing.assert_allclose(mine, theirs)
+
+
+def test_global_backward_hooks_run_with_each_module():
+    from ember.nn.modules import module as module_module
+
+    def run(lib, mm):
+        seen = []
+        handles = [mm.register_module_full_backward_hook(lambda mod, gin, gout: seen.append(type(mod).__name__)),
+                   mm.register_module_full_backward_pre_hook(lambda mod, gout: seen.append(("pre", type(mod).__name__)))]
+        try:
+            toys(lib).Block(2)(lib.ones(1, 2, requires_grad=True)).sum().backward()
+        finally:
+            for h in handles:
+                h.remove()
+        return seen
+
+    from ember.nn.modules import _global_hooks
+    try:
+        seen = run(ember, module_module)
+        assert seen == [("pre", "Block"), ("pre", "Scale"), "Scale", ("pre", "TinyLinear"), "TinyLinear", "Block"]
+        with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks as a "
+                                               "global Module hook"):
+            module_module.register_module_backward_hook(lambda *a: None)
+    finally:
+        _global_hooks._global_is_full_backward_hook = None  # the kind is fixed once chosen; reset it for other tests
+    if torch is not None:
+        import torch.nn.modules.module as torch_module_module
+        try:
+            assert run(torch, torch_module_module) == seen
+        finally:
+            torch_module_module._global_is_full_backward_hook = None
 
 
 # ---------------------------------------------------------------- copies and pickling

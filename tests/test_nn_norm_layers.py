@@ -11,7 +11,6 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.nn.modules.linear import Linear  # nn.Linear once i12-layers-a's exports are merged
 from harness.nn_modules import assert_close, assert_same_step, assert_same_structure, copy_state
 
 try:
@@ -207,10 +206,10 @@ def test_batchnorm_current_checkpoint_missing_num_batches_tracked_is_an_error():
 
 
 def test_batchnorm_state_dict_round_trip_in_a_model():
-    model = nn.Sequential(Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
     for _ in range(2):
         model(ember.randn(5, 4))
-    clone = nn.Sequential(Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
+    clone = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
     clone.load_state_dict(model.state_dict())
     assert int(clone[1].num_batches_tracked) == 2
     np.testing.assert_array_equal(clone[1].running_var.numpy(), model[1].running_var.numpy())
@@ -219,7 +218,7 @@ def test_batchnorm_state_dict_round_trip_in_a_model():
 
 
 def test_convert_sync_batchnorm_shares_parameters_and_buffers():
-    model = nn.Sequential(Linear(3, 4), nn.BatchNorm1d(4, momentum=0.2), nn.Sequential(nn.BatchNorm1d(4)))
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=0.2), nn.Sequential(nn.BatchNorm1d(4)))
     model(ember.randn(3, 3))
     model.eval()
     converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)

@@ -67,13 +67,13 @@ class Buffer(Tensor, metaclass=_FlagMeta):
     """
 
     _instance_flag = "_is_buffer"  # Buffer(t) returns a plain Tensor with this flag set
+    persistent: bool
 
     def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Tensor:  # type: ignore[misc]
         if data is None:
             data = _C.empty(0)
         t = data.detach().requires_grad_(data.requires_grad)
-        t.persistent = persistent
-        t._is_buffer = True
+        t.__dict__.update(persistent=persistent, _is_buffer=True)
         return t
 
 
@@ -82,14 +82,16 @@ class UninitializedTensorMixin:
     `materialize(shape)` gives it some and turns it into `cls_to_become`."""
 
     cls_to_become: type
+    data: Tensor
+    requires_grad: bool
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Gives the tensor `shape` (uninitialized memory), on its device and of its dtype
         unless `device`/`dtype` say otherwise, and makes it a `cls_to_become`."""
         if device is None:
-            device = self.data.device  # type: ignore[attr-defined]
+            device = self.data.device
         if dtype is None:
-            dtype = self.data.dtype  # type: ignore[attr-defined]
+            dtype = self.data.dtype
         self.data = _C.empty(shape, device=device, dtype=dtype)
         self.__class__ = self.cls_to_become
 
@@ -111,7 +113,7 @@ class UninitializedTensorMixin:
         return f"<{self.__class__.__name__}>"
 
     def __reduce_ex__(self, proto: Any) -> tuple:
-        return (self.__class__, (self.requires_grad,))  # type: ignore[attr-defined]
+        return (self.__class__, (self.requires_grad,))
 
 
 def is_lazy(param: Any) -> bool:
@@ -137,15 +139,19 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
         return result
 
 
+class _MaterializedBuffer(Tensor):
+    """What an UninitializedBuffer becomes (PyTorch: a Tensor). ember.Tensor's own objects are
+    allocated outside the cyclic GC, so a subclass object cannot take Tensor as __class__."""
+
+
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape is not known yet; `materialize` turns it into a Tensor."""
 
-    cls_to_become = Tensor
+    cls_to_become = _MaterializedBuffer
 
     def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                 persistent: bool = True) -> UninitializedBuffer:
         data = _C.empty(0, device=device, dtype=dtype)
         ret = Tensor._make_subclass(cls, data, requires_grad)
-        ret.persistent = persistent
-        ret._is_buffer = True
+        ret.__dict__.update(persistent=persistent, _is_buffer=True)
         return ret

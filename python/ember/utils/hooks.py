@@ -71,16 +71,17 @@ class BackwardHook:
         self.n_inputs = -1
         self.input_tensors_index: Optional[list] = None
 
+    # The index lists are set (not None) whenever the hooks using them are registered.
     @staticmethod
-    def _pack_with_none(indices: list, values: Any, size: int) -> tuple:
+    def _pack_with_none(indices: Optional[list], values: Any, size: int) -> tuple:
         res: list = [None] * size
-        for idx, val in zip(indices, values):
+        for idx, val in zip(indices or (), values):
             res[idx] = val
         return tuple(res)
 
     @staticmethod
-    def _unpack_none(indices: list, values: Any) -> tuple:
-        return tuple(values[idx] for idx in indices)
+    def _unpack_none(indices: Optional[list], values: Any) -> tuple:
+        return tuple(values[idx] for idx in indices or ())
 
     def _set_user_hook(self, grad_fn: Any) -> None:
         def hook(grad_input: tuple, _: Any) -> Optional[tuple]:
@@ -158,7 +159,7 @@ class BackwardHook:
             self.grad_outputs = None
         if local_grad_outputs is None:
             return None
-        return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+        return self._unpack_none(self.output_tensors_index, local_grad_outputs)
 
     def setup_output_hook(self, args: Any) -> Any:
         is_tuple = isinstance(args, tuple)

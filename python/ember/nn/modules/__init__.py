@@ -1,18 +1,49 @@
 """The nn modules, one file per topic as torch.nn.modules; nn/__init__ re-exports them."""
 from .module import Module  # noqa: F401  (first: every other module subclasses it)
 from .container import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .lazy import LazyModuleMixin  # noqa: F401
 
-__all__ = ["Module", "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+# The layers of issue 12, point 3 (i12-layers-a).
+from .channelshuffle import ChannelShuffle  # noqa: F401
+from .conv import (  # noqa: F401
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d,
+)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
+from .linear import Bilinear, Identity, LazyLinear, Linear  # noqa: F401
+from .padding import (  # noqa: F401
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+    ZeroPad3d,
+)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .pooling import (  # noqa: F401
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+    MaxPool2d, MaxUnpool1d, MaxUnpool2d,
+)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 
-# i12-layers-b: normalization, embeddings, dropout, activations, losses
-from .activation import *  # noqa: F401,F403,E402
-from .batchnorm import *  # noqa: F401,F403,E402
-from .dropout import *  # noqa: F401,F403,E402
-from .instancenorm import *  # noqa: F401,F403,E402
-from .loss import *  # noqa: F401,F403,E402
-from .normalization import *  # noqa: F401,F403,E402
-from .sparse import *  # noqa: F401,F403,E402
-from . import activation, batchnorm, dropout, instancenorm, loss, normalization, sparse  # noqa: E402
+# The layers of issue 12, point 3 (i12-layers-b).
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+    PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
+    Tanhshrink, Threshold,
+)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm  # noqa: F401
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: F401
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from .loss import (  # noqa: F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss,
+    HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+    MultiMarginLoss, NLLLoss, NLLLoss2d, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 
-__all__ += (activation.__all__ + batchnorm.__all__ + dropout.__all__ + instancenorm.__all__ + loss.__all__
-            + normalization.__all__ + sparse.__all__)
+# What `from .modules import *` gives ember.nn: every class imported above (a new topic file
+# only adds its import line), but the mixin, which PyTorch keeps in nn.modules.lazy.
+__all__ = [name for name, value in list(globals().items())
+           if isinstance(value, type) and not name.startswith("_") and name != "LazyModuleMixin"]

@@ -7,7 +7,7 @@ from collections import OrderedDict, abc as container_abcs
 from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Mapping, Optional, TypeVar, Union
 
-from ... import _C
+from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _typename
 
@@ -64,6 +64,8 @@ class Sequential(Module):
     """A sequential container: forward calls the modules in the order they were
     passed (as arguments, or as an OrderedDict of named modules), each on the
     previous one's output."""
+
+    _modules: dict[str, Module]  # type: ignore[assignment]
 
     def __init__(self, *args: Any) -> None:
         super().__init__()
@@ -183,6 +185,8 @@ class ModuleList(Module):
     """Holds submodules in a list, indexed like one; its modules are registered
     (parameters(), to(), state_dict() see them)."""
 
+    _modules: dict[str, Module]  # type: ignore[assignment]
+
     def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
         super().__init__()
         if modules is not None:
@@ -272,18 +276,21 @@ class ModuleList(Module):
         return self
 
 
-def _pairs(owner: str, items: Any) -> Iterator[tuple[Any, Any]]:
+def _pairs(owner: str, items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     # update()'s sequence form: an iterable of (key, value) pairs.
     for j, m in enumerate(items):
         if not isinstance(m, container_abcs.Iterable):
             raise TypeError(f"{owner} update sequence element #{j} should be Iterable; is" + type(m).__name__)
-        if not len(m) == 2:
-            raise ValueError(f"{owner} update sequence element #{j} has length {len(m)}; 2 is required")
-        yield m[0], m[1]
+        pair = tuple(m)
+        if not len(pair) == 2:
+            raise ValueError(f"{owner} update sequence element #{j} has length {len(pair)}; 2 is required")
+        yield pair[0], pair[1]
 
 
 class ModuleDict(Module):
     """Holds submodules in a dict (insertion ordered); its modules are registered."""
+
+    _modules: dict[str, Module]  # type: ignore[assignment]
 
     def __init__(self, modules: Optional[Mapping[str, Module]] = None) -> None:
         super().__init__()
@@ -340,7 +347,7 @@ class ModuleDict(Module):
 
 def _tensor_summary(p: Any, type_name: str) -> str:
     # "Parameter containing: [ember.float32 of size 2x3]", as the parameter containers print entries.
-    if not isinstance(p, _C.TensorBase):
+    if not isinstance(p, Tensor):
         return "Object of type: " + type(p).__name__
     size_str = "x".join(str(size) for size in p.size())
     device_str = f" ({p.device})" if p.device.type == "cuda" else ""
@@ -371,7 +378,7 @@ class ParameterList(Module):
     def __setitem__(self, idx: int, param: Any) -> None:
         # Every way of adding to the list comes here, so this is where tensors become Parameters.
         idx_str = self._get_abs_string_index(idx)
-        if isinstance(param, _C.TensorBase) and not isinstance(param, Parameter):
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
         setattr(self, idx_str, param)
 
@@ -396,7 +403,7 @@ class ParameterList(Module):
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
         """Appends each value of an iterable (not of a tensor)."""
-        if not isinstance(values, container_abcs.Iterable) or isinstance(values, _C.TensorBase):
+        if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
                             + type(values).__name__)
         for value in values:
@@ -435,7 +442,7 @@ class ParameterDict(Module):
         # Every way of adding to the dict comes here, so this is where tensors become Parameters.
         self._keys[key] = None
         attr = self._key_to_attr(key)
-        if isinstance(value, _C.TensorBase) and not isinstance(value, Parameter):
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
         setattr(self, attr, value)
 

@@ -1,11 +1,14 @@
 """Convolution layers, as torch.nn.modules.conv: Conv1d/2d/3d (any padding_mode) over F.conv*d,
 ConvTranspose1d/2d over F.conv_transpose*d (output_size picks the output padding)."""
 from .. import functional as F
+from ..parameter import UninitializedParameter
+from .lazy import LazyModuleMixin
 from .linear import _reset_fan_in_uniform, _weight_and_bias
 from .module import Module
 from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
+           "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -196,3 +199,91 @@ class ConvTranspose2d(_ConvTranspose):
 
     _functional = staticmethod(F.conv_transpose2d)
     _to_tuple = staticmethod(_pair)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """The lazy convolutions: in_channels from the first input, then the weight and bias materialized."""
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            self.weight.materialize(shape)
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input):
+        num_dims_no_batch = len(self.kernel_size) + 1  # the spatial dims and channels
+        num_dims_batch = num_dims_no_batch + 1
+        if input.dim() not in (num_dims_no_batch, num_dims_batch):
+            raise RuntimeError(f"Expected {num_dims_no_batch}D (unbatched) or {num_dims_batch}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == num_dims_batch else input.shape[0]
+
+    def _lazy_parameters(self, bias, device, dtype):
+        """The weight and (with bias) bias replaced by uninitialized parameters, as after the zero-channel init."""
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class _LazyConv(_LazyConvXdMixin):
+    """LazyConv1d/2d/3d's constructor: Conv*d's without in_channels."""
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device=device,
+                         dtype=dtype)
+        self.out_channels = out_channels
+        self._lazy_parameters(bias, device, dtype)
+
+
+class _LazyConvTranspose(_LazyConvXdMixin):
+    """LazyConvTranspose1d/2d's constructor: ConvTranspose*d's without in_channels."""
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device=device, dtype=dtype)
+        self.out_channels = out_channels
+        self._lazy_parameters(bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """Conv1d whose in_channels comes from the first input (it then becomes a Conv1d)."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """Conv2d whose in_channels comes from the first input (it then becomes a Conv2d)."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """Conv3d whose in_channels comes from the first input (it then becomes a Conv3d)."""
+
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """ConvTranspose1d whose in_channels comes from the first input (it then becomes a ConvTranspose1d)."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """ConvTranspose2d whose in_channels comes from the first input (it then becomes a ConvTranspose2d)."""
+
+    cls_to_become = ConvTranspose2d

@@ -9,7 +9,7 @@ __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
-    _no_batch_dim = None  # the input dims of an unbatched input (the channels' dim is dim - this)
+    _no_batch_dim: int  # each subclass's input dims when unbatched (the channels' dim is dim - this)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):

@@ -4,10 +4,11 @@ import math
 import ember
 
 from .. import functional as F, init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Bilinear", "Identity", "Linear"]
+__all__ = ["Bilinear", "Identity", "LazyLinear", "Linear"]
 
 
 def _weight_and_bias(module, weight_shape, bias_size, bias, factory_kwargs):
@@ -96,3 +97,36 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose in_features is the last dim of the first input (it then becomes a Linear)."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__(0, 0, False)  # no bias yet: it is replaced by an uninitialized one
+        self.weight = UninitializedParameter(**factory_kwargs)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(**factory_kwargs)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        """Materializes weight (out_features, input.shape[-1]) and bias, then initializes them."""
+        if self.has_uninitialized_params():
+            with ember.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]

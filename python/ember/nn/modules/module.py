@@ -58,8 +58,8 @@ def _addindent(s_: str, num_spaces: int) -> str:
 
 def _typename(obj: Any) -> str:
     # PyTorch's torch.typename: a tensor's legacy type name, else the qualified class name.
-    if isinstance(obj, _C.TensorBase):
-        return obj.type()
+    if isinstance(obj, Tensor):
+        return str(obj.type())
     module = getattr(obj, "__module__", "") or ""
     if hasattr(obj, "__qualname__"):
         qualname = obj.__qualname__
@@ -95,8 +95,24 @@ class Module:
 
     dump_patches: bool = False
     _version: int = 1
-    training: bool
     call_super_init: bool = False
+    training: bool
+    _parameters: dict[str, Optional[Parameter]]
+    _buffers: dict[str, Optional[Tensor]]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Optional[Module]]
+    _is_full_backward_hook: Optional[bool]
+    _backward_pre_hooks: OrderedDict[int, Callable]
+    _backward_hooks: OrderedDict[int, Callable]
+    _forward_hooks: OrderedDict[int, Callable]
+    _forward_hooks_with_kwargs: OrderedDict[int, bool]  # used as sets of hook ids
+    _forward_hooks_always_called: OrderedDict[int, bool]
+    _forward_pre_hooks: OrderedDict[int, Callable]
+    _forward_pre_hooks_with_kwargs: OrderedDict[int, bool]
+    _state_dict_hooks: OrderedDict[int, Callable]
+    _state_dict_pre_hooks: OrderedDict[int, Callable]
+    _load_state_dict_pre_hooks: OrderedDict[int, Callable]
+    _load_state_dict_post_hooks: OrderedDict[int, Callable]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):
@@ -146,7 +162,7 @@ class Module:
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_member_name("buffer", name, self._buffers)
-        if tensor is not None and not isinstance(tensor, _C.TensorBase):
+        if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
         self._buffers[name] = self._run_registration_hooks(_global_buffer_registration_hooks, name, tensor)
@@ -291,7 +307,7 @@ class Module:
 
     def type(self: T, dst_type: Any) -> T:
         """Casts all parameters and buffers to `dst_type`."""
-        return self._apply(lambda t: t.type(dst_type))
+        return self._apply(lambda t: _as_tensor(t.type(dst_type)))
 
     def float(self: T) -> T:
         """Casts all floating point parameters and buffers to float32."""
@@ -469,7 +485,7 @@ class Module:
             return
         buffers = self.__dict__.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
-            if value is not None and not isinstance(value, _C.TensorBase):
+            if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(ember.nn.Buffer, ember.Tensor or None expected)")
             if isinstance(value, Buffer):
@@ -737,6 +753,12 @@ def _add_hook(hooks: OrderedDict, hook: Callable[..., Any], prepend: bool, **han
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle
+
+
+def _as_tensor(value: Union[str, Tensor]) -> Tensor:
+    # Tensor.type(dtype) returns a tensor (only type() with no argument returns the name).
+    assert isinstance(value, Tensor)
+    return value
 
 
 def _no_grad() -> Any:

@@ -15,7 +15,7 @@ class _PadNd(Module):
     """F.pad(input, self.padding, self._mode); the repr is the padding tuple."""
 
     __constants__ = ["padding"]
-    _mode = None
+    _mode: str  # the F.pad mode, set by each kind
 
     def __init__(self, padding):
         super().__init__()
