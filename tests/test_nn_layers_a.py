@@ -69,6 +69,9 @@ CASES = [
     ("ConvTranspose2d", (3, 4, (3, 2)), {"stride": (2, 3), "padding": (1, 0), "dilation": (1, 2), "bias": False},
      [(2, 3, 5, 6)]),
     ("ConvTranspose2d", (4, 2, 3), {"stride": 2, "output_padding": 1, "groups": 2}, [(1, 4, 3, 4)]),
+    ("ConvTranspose3d", (4, 2, (2, 3, 2)), {"stride": (2, 1, 3), "padding": (1, 0, 1), "output_padding": (1, 0, 2),
+                                            "groups": 2}, [(2, 4, 3, 4, 3)]),
+    ("ConvTranspose3d", (3, 2, 2), {"dilation": (2, 1, 1), "bias": False}, [(3, 2, 3, 2)]),
     ("MaxPool1d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, [(2, 3, 10)]),
     ("MaxPool1d", (2,), {"dilation": 2}, [(3, 9)]),
     ("MaxPool2d", ((3, 2),), {"stride": (2, 1), "padding": (1, 0)}, [(2, 3, 8, 7)]),
@@ -184,6 +187,7 @@ def test_max_unpool_matches_torch(cls, kernel, stride, padding, shape):
     ("ConvTranspose1d", (3, 2, 3), {"stride": 2, "padding": 1}, (3, 4), [2, 8]),
     ("ConvTranspose2d", (3, 2, 3), {"stride": 2}, (2, 3, 4, 5), [10, 11]),
     ("ConvTranspose2d", (3, 2, 3), {"stride": (3, 2), "dilation": 2}, (1, 3, 3, 4), [1, 2, 12, 12]),
+    ("ConvTranspose3d", (3, 2, 2), {"stride": (2, 3, 1)}, (1, 3, 2, 3, 4), [4, 9, 5]),
 ])
 def test_conv_transpose_output_size_matches_torch(cls, args, kwargs, shape, output_size):
     module, torch_module = getattr(nn, cls)(*args, **kwargs), getattr(torch.nn, cls)(*args, **kwargs)
@@ -298,6 +302,59 @@ def test_conv3d_same_and_valid_padding():
     np.testing.assert_allclose(valid, np_conv3d(x, w, None, (1, 1, 1), (0, 0, 0), (1, 1, 1), 1), atol=1e-12)
 
 
+@pytest.mark.parametrize("xshape,wshape,kwargs", [
+    ((2, 3, 3, 4, 5), (3, 2, 2, 3, 2), {}),
+    ((1, 4, 3, 4, 5), (4, 3, 3, 2, 2), {"stride": (2, 3, 1), "padding": (1, 0, 1), "output_padding": (1, 2, 0),
+                                        "dilation": (1, 1, 2)}),
+    ((2, 6, 4, 3, 3), (6, 2, 3, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 3}),
+    ((1, 2, 2, 2, 2), (2, 2, 1, 1, 1), {"stride": 3, "output_padding": 2}),
+])
+def test_conv_transpose3d_is_the_adjoint_of_conv3d(xshape, wshape, kwargs, threads):
+    # <conv_transpose3d(x, w), y> == <x, conv3d(y, w)> for every y of the transposed output's shape.
+    x, w = et(values(xshape, 1).astype(np.float64)), et(values(wshape, 2).astype(np.float64))
+    out = F.conv_transpose3d(x, w, **kwargs)
+    groups = kwargs.get("groups", 1)
+    assert tuple(out.shape[:2]) == (xshape[0], wshape[1] * groups)
+    y = et(values(tuple(out.shape), 3).astype(np.float64))
+    conv_kwargs = {k: v for k, v in kwargs.items() if k != "output_padding"}
+    forward = F.conv3d(y, w, **conv_kwargs)
+    assert tuple(forward.shape) == xshape
+    np.testing.assert_allclose((out * y).sum().item(), (x * forward).sum().item(), rtol=1e-10)
+    bias = et(values(wshape[1] * groups, 4).astype(np.float64))
+    with_bias = F.conv_transpose3d(x, w, bias, **kwargs).numpy()
+    np.testing.assert_allclose(with_bias, out.numpy() + bias.numpy().reshape(1, -1, 1, 1, 1), atol=1e-12)
+    np.testing.assert_allclose(F.conv_transpose3d(x[0], w, **kwargs).numpy(), out.numpy()[0], atol=1e-12)
+
+
+def test_conv_transpose3d_gradcheck():
+    x = ember.randn(1, 2, 2, 3, 2, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(2, 2, 2, 2, 2, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda x, w, b: F.conv_transpose3d(x, w, b, (2, 1, 2), 1, (1, 0, 0), 2, (1, 2, 1)),
+                                    (x, w, b))
+
+
+CONV_TRANSPOSE3D_ERRORS = [
+    ((1, 2, 3, 3, 3), (3, 2, 1, 1, 1), {}, r"Given transposed=1, weight of size \[3, 2, 1, 1, 1\], expected "
+                                           r"input\[1, 2, 3, 3, 3\] to have 3 channels, but got 2 channels instead"),
+    ((1, 2, 3, 3, 3), (2, 2, 1, 1, 1), {"output_padding": 1},
+     r"output padding must be smaller than either stride or dilation, but got output_padding=\[1, 1, 1\], "
+     r"stride=\[1, 1, 1\], dilation=\[1, 1, 1\]"),
+    ((1, 2, 1, 1, 1), (2, 2, 1, 1, 1), {"padding": 1}, r"Given input size per channel: \(1 x 1 x 1\)\. Calculated "
+                                                       r"output size per channel: \(-1 x -1 x -1\)\. Output size is "
+                                                       "too small"),
+    ((1, 2, 3, 3, 3), (2, 2, 1, 1, 1), {"output_padding": -1}, "negative output padding is not supported"),
+    ((2, 3, 3), (2, 2, 1, 1, 1), {}, r"Expected 4D \(unbatched\) or 5D \(batched\) input to conv_transpose3d, but "
+                                     r"got input of size: \[2, 3, 3\]"),
+]
+
+
+@pytest.mark.parametrize("xshape,wshape,kwargs,msg", CONV_TRANSPOSE3D_ERRORS)
+def test_conv_transpose3d_errors(xshape, wshape, kwargs, msg):
+    with pytest.raises(RuntimeError, match=f"^conv_transpose3d: {msg}$"):
+        F.conv_transpose3d(ember.randn(xshape), ember.randn(wshape), **kwargs)
+
+
 CONV3D_ERRORS = [
     ((1, 2, 3), (4, 2, 1, 1, 1), {}, r"Expected 4D \(unbatched\) or 5D \(batched\) input to conv3d, but got input of "
                                       r"size: \[1, 2, 3\]"),
@@ -383,6 +440,7 @@ def test_conv_weight_shapes():
     assert tuple(nn.Conv3d(4, 6, (3, 2, 1), groups=4 // 2).weight.shape) == (6, 2, 3, 2, 1)
     assert tuple(nn.ConvTranspose1d(4, 6, 3, groups=2).weight.shape) == (4, 3, 3)
     assert tuple(nn.ConvTranspose2d(4, 6, (3, 2)).weight.shape) == (4, 6, 3, 2)
+    assert tuple(nn.ConvTranspose3d(4, 6, (3, 2, 1), groups=2).weight.shape) == (4, 3, 3, 2, 1)
     assert nn.Conv2d(4, 6, 3, bias=False).bias is None
 
 
@@ -589,7 +647,8 @@ LAZY = [("LazyLinear", (3,), {}, (4, 5), "Linear", (3, 5)),
         ("LazyConv2d", (4, 3), {"padding": 1, "groups": 2}, (2, 6, 5, 5), "Conv2d", (4, 3, 3, 3)),
         ("LazyConv3d", (2, 2), {}, (3, 3, 3, 3), "Conv3d", (2, 3, 2, 2, 2)),
         ("LazyConvTranspose1d", (4, 3), {"bias": False}, (6, 5), "ConvTranspose1d", (6, 4, 3)),
-        ("LazyConvTranspose2d", (2, 3), {"stride": 2}, (1, 3, 4, 4), "ConvTranspose2d", (3, 2, 3, 3))]
+        ("LazyConvTranspose2d", (2, 3), {"stride": 2}, (1, 3, 4, 4), "ConvTranspose2d", (3, 2, 3, 3)),
+        ("LazyConvTranspose3d", (2, 2), {}, (3, 2, 2, 2), "ConvTranspose3d", (3, 2, 2, 2, 2))]
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape,becomes,weight_shape", LAZY)
@@ -624,3 +683,30 @@ def test_lazy_errors_and_loading():
     x = ember.randn(2, 5)
     np.testing.assert_array_equal(lazy(x).detach().numpy(), source(x).detach().numpy())
     assert type(lazy) is nn.Linear
+
+
+def test_linear_shape_errors():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x5 and 3x4\)$"):
+        nn.Linear(3, 4)(ember.randn(2, 5))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(14x5 and 3x4\)$"):
+        nn.Linear(3, 4, bias=False)(ember.randn(7, 2, 5))
+    with pytest.raises(RuntimeError, match="^expected m1 and m2 to have the same dtype, but got: double != float$"):
+        F.linear(ember.randn(2, 3, dtype=ember.float64), ember.randn(4, 3), ember.randn(4))
+
+
+@pytest.mark.parametrize("make,shape", [(lambda: nn.Conv2d(2, 3, 3, padding="same", padding_mode="circular"),
+                                         (1, 2, 5, 5)),
+                                        (lambda: nn.Linear(4, 2), (3, 4)), (lambda: nn.Upsample(scale_factor=2), (1, 2, 3)),
+                                        (lambda: nn.ReflectionPad2d(1), (1, 2, 3, 3)),
+                                        (lambda: nn.ConvTranspose1d(2, 3, 3, stride=2), (1, 2, 4))])
+def test_pickle_copy_and_double(make, shape):
+    import copy
+    import pickle
+    module = make()
+    x = et(values(shape))
+    expected = module(x).detach().numpy()
+    for clone in (pickle.loads(pickle.dumps(module)), copy.deepcopy(module)):
+        assert repr(clone) == repr(module) and type(clone) is type(module)
+        np.testing.assert_array_equal(clone(x).detach().numpy(), expected)
+    doubled = module.double()
+    np.testing.assert_allclose(doubled(x.double()).detach().numpy(), expected, rtol=1e-6, atol=1e-6)

@@ -741,6 +741,46 @@ def test_full_backward_hook_on_a_layer_with_parameters():
         np.testing.assert_allclose(wgrad, twgrad, rtol=1e-6)
 
 
+def hook_cases(lib):
+    """Full backward hooks on an identity, an in-place and a twice-called module: what they saw."""
+    class Ident(lib.nn.Module):
+        def forward(self, x):
+            return x
+
+    class Inplace(lib.nn.Module):
+        def forward(self, x):
+            return x.relu_()
+
+    class Twice(lib.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    results = []
+    for cls in (Ident, Inplace, Twice):
+        m = cls()
+        seen = []
+        m.register_full_backward_hook(lambda mod, gin, gout: seen.append((gin[0].tolist(), gout[0].tolist())))
+        x = lib.tensor([1.0, -2.0], requires_grad=True)
+        try:
+            y = x * 1
+            out = m(y) + m(y) if cls is Twice else m(y)
+            (out * lib.tensor([3.0, 4.0])).sum().backward()
+            results.append((seen, x.grad.tolist()))
+        except RuntimeError as e:
+            results.append(str(e))
+    return results
+
+
+def test_full_backward_hooks_identity_inplace_and_repeated_calls():
+    ident, inplace, twice = hook_cases(ember)
+    assert ident == ([([3.0, 4.0], [3.0, 4.0])], [3.0, 4.0])
+    # An in-place forward would step around the hook's node: refused, as PyTorch does.
+    assert inplace.startswith("Output 0 of BackwardHookFunction is a view and is being modified inplace.")
+    assert twice == ([([6.0, 8.0], [3.0, 4.0])] * 2, [12.0, 16.0])
+    if torch is not None:
+        assert hook_cases(torch) == [ident, inplace, twice]
+
+
 def test_backward_hook_kinds_do_not_mix_and_handles_remove():
     m = E.Scale(2)
     h = m.register_full_backward_hook(lambda *a: None)

@@ -364,7 +364,7 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches() + lapack_benches())
+            + padpool_benches() + lapack_benches() + conv3d_benches())
 
 
 def loss_benches():
@@ -719,3 +719,31 @@ def lapack_benches():
         return (lambda: np.linalg.qr(a)) if lib.is_numpy else (lambda: lib.mod.linalg.qr(a))
 
     return [Bench("lapack", f"linalg.inv {n}", "ms", inv), Bench("lapack", f"linalg.qr {n}", "ms", qr)]
+
+
+# ---------------------------------------------------------------- nn layers (issue 12)
+def conv3d_benches():
+    """F.conv3d (ember: one conv2d over the depth taps as channels), forward and all gradients."""
+    n, c, oc, side, k = 4, 8, 16, 16, 3
+
+    def build(backward):
+        def build_for(lib):
+            if lib.is_numpy:
+                return None
+            x, w, b = lib.randn(n, c, side, side, side), lib.randn(oc, c, k, k, k), lib.randn(oc)
+            conv3d = lib.mod.nn.functional.conv3d
+            if not backward:
+                return lambda: conv3d(x, w, b, padding=1)
+            for t in (x, w, b):
+                t.requires_grad_(True)
+            grad = lib.randn(n, oc, side, side, side)
+
+            def step():
+                x.grad = w.grad = b.grad = None
+                conv3d(x, w, b, padding=1).backward(grad)
+            return step
+        return build_for
+
+    return [Bench("convolution (all gradients: input, weight, bias)",
+                  f"conv3d {'fwd+bwd' if backward else 'fwd'} b{n} {c}->{oc} {side}^3 k{k}", "ms", build(backward),
+                  columns=TORCHLIKE_COLUMNS) for backward in (False, True)]

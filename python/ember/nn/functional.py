@@ -691,10 +691,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 # ---------------------------------------------------------------- layers (issue 12)
 # What the nn layer modules call that ember had no function for: linear and bilinear maps over
-# matmul, conv3d over conv2d (nn/_conv3d.py), channel_shuffle over reshapes.
-from ._conv3d import conv3d  # noqa: E402
+# matmul, conv3d and conv_transpose3d over their 2-D kernels (nn/_conv3d.py), channel_shuffle over reshapes.
+from ._conv3d import conv3d, conv_transpose3d  # noqa: E402
 
-__all__ += ["bilinear", "channel_shuffle", "conv3d", "linear", "native_channel_shuffle"]
+__all__ += ["bilinear", "channel_shuffle", "conv3d", "conv_transpose3d", "linear", "native_channel_shuffle"]
 
 
 def linear(input, weight, bias=None):

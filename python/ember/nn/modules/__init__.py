@@ -6,8 +6,8 @@ from .lazy import LazyModuleMixin  # noqa: F401
 # The layers of issue 12, point 3 (i12-layers-a).
 from .channelshuffle import ChannelShuffle  # noqa: F401
 from .conv import (  # noqa: F401
-    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
-    LazyConvTranspose2d,
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d, LazyConv2d, LazyConv3d,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
 )
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401

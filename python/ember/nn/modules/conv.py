@@ -1,5 +1,5 @@
 """Convolution layers, as torch.nn.modules.conv: Conv1d/2d/3d (any padding_mode) over F.conv*d,
-ConvTranspose1d/2d over F.conv_transpose*d (output_size picks the output padding)."""
+ConvTranspose1d/2d/3d over F.conv_transpose*d (output_size picks the output padding)."""
 from .. import functional as F
 from ..parameter import UninitializedParameter
 from .lazy import LazyModuleMixin
@@ -7,8 +7,8 @@ from .linear import _reset_fan_in_uniform, _weight_and_bias
 from .module import Module
 from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
-           "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -178,7 +178,7 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class _ConvTranspose(_ConvTransposeNd):
-    """ConvTranspose1d/2d's constructor: each argument one value or one per spatial dim (`_to_tuple`)."""
+    """ConvTranspose1d/2d/3d's constructor: each argument one value or one per spatial dim (`_to_tuple`)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
@@ -199,6 +199,13 @@ class ConvTranspose2d(_ConvTranspose):
 
     _functional = staticmethod(F.conv_transpose2d)
     _to_tuple = staticmethod(_pair)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """A 3-D transposed convolution over an (N, C_in, D, H, W) or (C_in, D, H, W) input."""
+
+    _functional = staticmethod(F.conv_transpose3d)
+    _to_tuple = staticmethod(_triple)
 
 
 class _LazyConvXdMixin(LazyModuleMixin):
@@ -249,7 +256,7 @@ class _LazyConv(_LazyConvXdMixin):
 
 
 class _LazyConvTranspose(_LazyConvXdMixin):
-    """LazyConvTranspose1d/2d's constructor: ConvTranspose*d's without in_channels."""
+    """LazyConvTranspose1d/2d/3d's constructor: ConvTranspose*d's without in_channels."""
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):
@@ -287,3 +294,9 @@ class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     """ConvTranspose2d whose in_channels comes from the first input (it then becomes a ConvTranspose2d)."""
 
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """ConvTranspose3d whose in_channels comes from the first input (it then becomes a ConvTranspose3d)."""
+
+    cls_to_become = ConvTranspose3d
