@@ -14,20 +14,12 @@ _NEG_INF = float("-inf")
 
 def _logsumexp(*terms):
     """log(sum(exp(t))) of same-shaped tensors, -inf (not nan) where every term is -inf."""
-    top = terms[0]
-    for t in terms[1:]:
-        top = _C.maximum(top, t)
-    top = _C.where(top == _NEG_INF, zeros_like(top), top)
-    total = zeros_like(top)
-    for t in terms:
-        total = total + _C.exp(t - top)
-    return _C.log(total) + top
+    return _C.stack(terms).logsumexp(0)
 
 
-def _shift(x, by):
-    """x moved `by` places right along the last dim (left when negative), filled with -inf."""
-    fill = full_like(x[..., :abs(by)], _NEG_INF)
-    return _C.cat([fill, x[..., :-by]], -1) if by > 0 else _C.cat([x[..., -by:], fill], -1)
+def _neg_inf_where_not(mask, like):
+    """0 where `mask`, -inf elsewhere: an additive mask of log-space terms."""
+    return _C.where(mask, zeros_like(like), full_like(like, _NEG_INF))
 
 
 def _extended_labels(targets, target_lengths, blank):
@@ -85,14 +77,18 @@ class _CTCLoss(Function):
         lengths = tensor(input_lengths, dtype=_C.int64)
         # lp[t, b, s]: the log-probability of sample b's extended label s at time t
         lp = log_probs.gather(2, ext.unsqueeze(0).expand(time, batch, positions))
-        start = full_like(lp[0], _NEG_INF)
+        neg = full_like(lp[0], _NEG_INF)
+        skip_ok = _neg_inf_where_not(can_skip, neg)  # + -inf where s cannot be reached from s - 2
+        pad = neg[:, :2]
+        running = (lengths.unsqueeze(0) > _C.arange(time).unsqueeze(1)).unsqueeze(2)  # (T, N, 1): t < length
+        start = neg.clone()
         start[:, :2] = lp[0, :, :2]
         alphas = [start]
         for t in range(1, time):
             prev = alphas[-1]
-            skip = _C.where(can_skip, _shift(prev, 2), full_like(prev, _NEG_INF))
-            step = _logsumexp(prev, _shift(prev, 1), skip) + lp[t]
-            alphas.append(_C.where((lengths > t).unsqueeze(1), step, prev))  # finished samples keep their last
+            padded = _C.cat([pad, prev], 1)  # s - 1 and s - 2 as views of one copy
+            step = _logsumexp(prev, padded[:, 1:-1], padded[:, :-2] + skip_ok) + lp[t]
+            alphas.append(_C.where(running[t], step, prev))  # finished samples keep their last
         alpha = _C.stack(alphas)
         last = tensor([2 * length for length in target_lengths], dtype=_C.int64).unsqueeze(1)
         # position s at s + 1 after a -inf column (the "label before" an empty target)
@@ -118,18 +114,21 @@ class _CTCLoss(Function):
         ext, lengths, last = ctx.ext, ctx.lengths, ctx.last
         positions = ext.size(1)
         pos = _C.arange(positions).unsqueeze(0)
+        neg = full_like(lp[0], _NEG_INF)
         # beta at each sample's last step: its last label or the blank after it
-        at_end = (pos == last) | (pos == last - 1)
-        skip_into = _shift(ctx.can_skip.to(lp.dtype), -2) > 0  # s + 2 may be reached from s
+        end_ok = _neg_inf_where_not((pos == last) | (pos == last - 1), neg)
+        skip_ok = _neg_inf_where_not(ctx.can_skip, neg)
+        skip_from = _C.cat([skip_ok[:, 2:], neg[:, :2]], 1)  # + -inf where s + 2 cannot be reached from s
+        pad = neg[:, :2]
+        steps = _C.arange(time).unsqueeze(1)
+        is_last = (lengths.unsqueeze(0) - 1 == steps).unsqueeze(2)  # (T, N, 1)
+        before_last = (lengths.unsqueeze(0) - 1 > steps).unsqueeze(2)
         betas = [None] * time
-        beta = full_like(lp[0], _NEG_INF)
+        beta = neg
         for t in range(time - 1, -1, -1):
-            skip = _C.where(skip_into, _shift(beta, -2), full_like(beta, _NEG_INF))
-            step = _logsumexp(beta, _shift(beta, -1), skip) + lp[t]
-            init = _C.where(at_end, lp[t], full_like(beta, _NEG_INF))
-            is_last = (lengths - 1 == t).unsqueeze(1)
-            beta = _C.where(is_last, init, _C.where((lengths - 1 > t).unsqueeze(1), step,
-                                                     full_like(beta, _NEG_INF)))
+            padded = _C.cat([beta, pad], 1)  # s + 1 and s + 2 as views of one copy
+            step = _logsumexp(beta, padded[:, 1:-1], padded[:, 2:] + skip_from) + lp[t]
+            beta = _C.where(is_last[t], lp[t] + end_ok, _C.where(before_last[t], step, neg))
             betas[t] = beta
         lcab = alpha + _C.stack(betas)  # (T, N, S): log(alpha * beta)
         top = lcab.amax(2, keepdim=True)
