@@ -26,6 +26,11 @@ SMALL_INTS = (0, 1, -1, 2, 3, -2, 5)
 HUGE_INTS = (2**31, 2**31 - 1, 2**32, 2**62, -2**62, 2**63 - 1, -2**63, 2**64, -2**31)
 FLOATS = (0.5, -1.5, 0.0, float("nan"), float("inf"), float("-inf"), 1e308, 3.0)
 
+# The address-space cap of every fuzzing process (test_fuzz.py's children, and main() run by hand):
+# a legal but enormous request (randperm(2**31), zeros(2**32): 16 GB, which PyTorch attempts too)
+# then fails with "can't allocate memory" instead of filling the machine until the OOM killer ends the run.
+MEMORY_LIMIT = 3 << 30
+
 # Names left out: they reconfigure the process itself rather than compute (a huge thread count
 # makes every later parallel region start that many threads).
 EXCLUDED = {"set_num_threads"}
@@ -325,9 +330,15 @@ def run_call(call, ember):
     return result
 
 
+def cap_memory():
+    from child_process import limit_address_space
+    limit_address_space(MEMORY_LIMIT)()
+
+
 def main(seed, first, count):
     """Runs calls first..first+count-1, printing each index before it starts (flushed), so that
     the parent can name the call running when the process died or hung."""
+    cap_memory()
     import ember
     targets = public_targets()
     for i in range(first, first + count):

@@ -24,6 +24,9 @@ needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CU
 F64 = ember.float64
 # Output positions below which the kernels put several images in one GEMM (aten/src/cpu/conv.cpp).
 MIN_GEMM_COLUMNS = 256
+# A larger image's patch matrix is made in bands of output rows of this many bytes (float32
+# entries), and at least this many columns (conv.cpp's kPatchBandBytes, kMinBandColumns).
+PATCH_BAND_BYTES, MIN_BAND_COLUMNS = 512 << 10, 128
 
 
 def _pair(v, n=2):
@@ -503,3 +506,27 @@ def _np_weight_grad(gy, x, k):
     oh, ow = gy.shape[2:]
     return np.stack([np.stack([np.einsum("nohw,nchw->oc", gy, x[:, :, i:i + oh, j:j + ow]) for j in range(k)], -1)
                      for i in range(k)], -2)
+
+
+@pytest.mark.parametrize("opts", [dict(padding=1), dict(padding=2, stride=2), dict(padding=(3, 1), dilation=(2, 1))])
+def test_bands_of_output_rows(opts, threads):
+    # Several bands, the last one short; padding, stride and dilation put band edges next to the
+    # input's border rows. Gradients checked as adjoints: <conv(x, w), gy> = <x, gx> = <w, gw>.
+    rng = np.random.default_rng(22)
+    x, w = rand(rng, 2, 64, 34, 30), rand(rng, 4, 64, 3, 3)
+    ex, ew = e(x).requires_grad_(), e(w).requires_grad_()
+    y = F.conv2d(ex, ew, **opts)
+    oh, ow = y.shape[2:]
+    band_rows = max(PATCH_BAND_BYTES // (64 * 9 * ow * 4), -(-MIN_BAND_COLUMNS // ow))
+    assert 1 < band_rows < oh and oh % band_rows
+    close(y, np_conv2d(x, w, **opts))
+    gy = rand(rng, *y.shape)
+    y.backward(e(gy))
+    inner = float((y.detach().numpy() * gy).sum())
+    np.testing.assert_allclose([float((ex.grad.numpy() * x).sum()), float((ew.grad.numpy() * w).sum())], [inner] * 2,
+                               rtol=1e-10)
+    if torch is not None:
+        tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+        TF.conv2d(tx, tw, **opts).backward(torch.tensor(gy))
+        close(ex.grad, tx.grad.numpy())
+        close(ew.grad, tw.grad.numpy())

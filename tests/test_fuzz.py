@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from child_process import child_env, limit_address_space
+from child_process import child_env, limit_address_space, run_isolated
+from fuzz_calls import MEMORY_LIMIT
 
 FUZZ_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_calls.py")
-MEMORY_LIMIT = 3 << 30
 BATCH = 250
 CALLS = 4000
 LONG_CALLS = 100000
@@ -108,6 +108,20 @@ def test_runner_names_the_call_that_crashes_or_hangs(tmp_path, seed, expected):
     code, last, _ = run_batch(seed, 0, 10, script=str(script), timeout=5)
     assert (code, last) == (expected, 3)
     assert run_batch(seed, 4, 5, script=str(script), timeout=5)[:2] == (0, 8)
+
+
+@pytest.mark.skipif(bool(os.environ.get("EMBER_SANITIZED")), reason="ASan caps allocations its own way")
+def test_fuzz_script_run_by_hand_caps_its_own_memory():
+    # `python tests/fuzz_calls.py 0 750 250` was once killed by the OOM killer: uncapped, a
+    # randperm(2**31) (16 GB of int64, as in PyTorch) got its memory and filled it.
+    # 4 GB left untouched by empty(): harmless without the cap, refused with it.
+    result = run_isolated("""
+        import fuzz_calls
+        fuzz_calls.cap_memory()
+        import ember
+        ember.empty(2**30)
+        """, timeout=60)
+    assert result.returncode != 0 and "RuntimeError: DefaultCPUAllocator: can't allocate memory" in result.stderr
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -460,6 +460,10 @@ def test_cuda_slots_name_the_op_and_device():
         F.batch_norm(x, None, None, training=True)
     with pytest.raises(NotImplementedError, match="embedding: .*cuda"):
         F.embedding(ember.tensor([0]).cuda(), x)
+    with pytest.raises(NotImplementedError, match="embedding_bag: .*cuda"):
+        F.embedding_bag(ember.tensor([0]).cuda(), x, ember.tensor([0]).cuda())
+    with pytest.raises(NotImplementedError, match="embedding_bag: .*cuda"):
+        ember.embedding_bag(x, ember.tensor([0]).cuda(), ember.tensor([0]).cuda())
 
 
 # ---------------------------------------------------------------- embedding_bag
@@ -593,6 +597,10 @@ GRAD_CASES = {
                                lambda: (t64(5, 3), t64(4)), {}),
                               (lambda w: ember._embedding_bag_reduce(w, ember.tensor([0, 2, 1, 4]), ember.tensor([0, 1, 1]),
                                                                       2, None, False, -1), lambda: (t64(5, 3),), {})],
+    "embedding_bag": [(lambda w, p: ember.embedding_bag(w * w, ember.tensor([0, 2, 1, 4]), ember.tensor([0, 1, 3]),
+                                                        False, 0, False, p)[0], lambda: (t64(5, 3), t64(4)), {}),
+                      (lambda w: ember.embedding_bag(w, ember.tensor([0, 2, 1, 4]), ember.tensor([0, 1, 1]), False, 1,
+                                                     False, None, False, 2)[0], lambda: (t64(5, 3),), {})],
     "one_hot": [(lambda a: F.one_hot(IDX, 5) * a, lambda: (t64(2, 2, 5),), {})],
     "layer_norm": [(lambda a, w, b: ember.layer_norm(a, [2, 3], w, b), lambda: (t64(2, 2, 3), t64(2, 3), t64(2, 3)), {}),
                    (lambda a: ember.layer_norm(a, [4]), lambda: (t64(3, 4),), {})],
