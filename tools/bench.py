@@ -303,6 +303,9 @@ def goals(corename):
              "ember/torch time", "<=", 1 / 1.2),
         Goal("lapack", ("linalg.inv 512", "linalg.qr 512"), "torch", "ember/torch time", "<=", 1.0,
              "no target in the issue"),
+        Goal("Adam step", ("Adam step 10M params in 100 tensors",), "torch", "ember/torch time", "<=", 0.5),
+        Goal("SGD momentum step", ("SGD momentum step 10M params in 100 tensors",), "torch", "ember/torch time", "<=",
+             0.5, "the Adam target applied to SGD"),
     ]
 
 

@@ -47,7 +47,7 @@ class Adagrad(_GroupStepOptimizer):
                 self.state[p]["sum"].share_memory_()
 
     def _update_group(self, group: dict) -> None:
-        params, states = self._with_grads(group, dict)
+        params, states = self._with_grads(group, lambda p: {})  # made in __init__
         adagrad(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],
                 lr=group["lr"], weight_decay=group["weight_decay"], lr_decay=group["lr_decay"], eps=group["eps"],
                 foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],

@@ -5,6 +5,7 @@ from typing import Any, Optional
 
 import ember
 
+from .. import _C
 from .optimizer import (_BETAS_DOC, _DIFFERENTIABLE_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC, _GroupStepOptimizer,
                         _check_adam_args, _check_fused_foreach, _docstring, _eps_doc, _fresh_state, _get_value, _lr_doc,
                         _to_scalar, _use_multi_tensor)
@@ -77,8 +78,8 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
                   weight_decay=weight_decay, eps=eps, maximize=maximize,
                   decoupled_weight_decay=decoupled_weight_decay)
     if params and _use_multi_tensor("_fused_adam", params + grads, foreach, fused, differentiable):
-        ember._fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [], state_steps,
-                          **kwargs)
+        _C._fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [], state_steps,
+                       **kwargs)
     else:
         _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, **kwargs)
 

@@ -35,7 +35,7 @@ _FUSED_DTYPES = (ember.float32, ember.float64, ember.float16, ember.bfloat16)
 def _typename(obj: Any) -> str:
     """torch.typename: a tensor's legacy type ('ember.FloatTensor'), else the qualified class name."""
     if isinstance(obj, ember.Tensor):
-        return obj.type()
+        return str(obj.type())
     cls = type(obj)
     module = getattr(cls, "__module__", "") or ""
     name = getattr(cls, "__qualname__", cls.__name__)
@@ -164,6 +164,13 @@ class Optimizer:
         defaults (dict): a dict containing default values of optimization options (used when a parameter
             group doesn't specify them).
     """
+
+    _optimizer_step_pre_hooks: OrderedDict
+    _optimizer_step_post_hooks: OrderedDict
+    _optimizer_state_dict_pre_hooks: OrderedDict
+    _optimizer_state_dict_post_hooks: OrderedDict
+    _optimizer_load_state_dict_pre_hooks: OrderedDict
+    _optimizer_load_state_dict_post_hooks: OrderedDict
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults

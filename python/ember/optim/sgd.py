@@ -5,6 +5,7 @@ from typing import Any, Optional
 
 import ember
 
+from .. import _C
 from .optimizer import (_DIFFERENTIABLE_DOC, _MAXIMIZE_DOC, _GroupStepOptimizer, _check_fused_foreach, _check_lr,
                         _check_nonnegative, _docstring, _lr_doc, _to_scalar, _use_multi_tensor)
 
@@ -90,6 +91,6 @@ def _multi_tensor_sgd(params: list, grads: list, momentum_buffer_list: list, *, 
             if buf is None:
                 momentum_buffer_list[i] = ember.empty_like(params[i])
                 fresh.append(i)
-    ember._fused_sgd(params, grads, momentum_buffer_list if momentum != 0 else [], fresh,
-                     weight_decay=weight_decay, momentum=momentum, lr=lr, dampening=dampening, nesterov=nesterov,
-                     maximize=maximize)
+    _C._fused_sgd(params, grads, momentum_buffer_list if momentum != 0 else [], fresh,
+                  weight_decay=weight_decay, momentum=momentum, lr=lr, dampening=dampening, nesterov=nesterov,
+                  maximize=maximize)
