@@ -218,3 +218,27 @@ def test_parameter_container_reprs():
     if torch is not None:
         assert build(torch) == (pl_repr.replace("ember.", "torch."), pd_repr.replace("ember.", "torch."))
     assert repr(nn.ParameterList()) == "ParameterList()"
+
+
+def test_parameter_containers_state_dict_conversion_and_copies():
+    import copy
+
+    def build(lib):
+        outer = lib.nn.Module()
+        outer.plist = lib.nn.ParameterList([lib.zeros(2), lib.ones(1)])
+        outer.pdict = lib.nn.ParameterDict({"w": lib.zeros(3)})
+        outer.mdict = lib.nn.ModuleDict({"s": lib.nn.Sequential()})
+        return outer
+
+    outer = build(ember)
+    keys = list(outer.state_dict())
+    assert keys == ["plist.0", "plist.1", "pdict.w"]
+    if torch is not None:
+        assert list(build(torch).state_dict()) == keys
+    kept = outer.plist[0]
+    outer.double()
+    assert outer.plist[0] is kept and kept.dtype == ember.float64 and outer.pdict["w"].dtype == ember.float64
+    clone = copy.deepcopy(outer)
+    assert list(clone.state_dict()) == keys and type(clone.plist[1]) is nn.Parameter
+    assert clone.plist[1] is not outer.plist[1] and clone.plist[1].tolist() == [1.0]
+    assert len(clone.plist) == 2 and list(clone.pdict) == ["w"]

@@ -162,7 +162,7 @@ class BackwardHook:
             warnings.warn("Full backward hook is firing when gradients are computed "
                           "with respect to module outputs since no inputs require gradients. See "
                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                          "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=5)
+                          "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=3)
             grad_inputs = self._pack_with_none([], [], self.n_inputs)
             for user_hook in self.user_hooks:
                 res = user_hook(self.module, grad_inputs, self.grad_outputs)

@@ -22,6 +22,8 @@ from ._global_hooks import (  # noqa: F401  (public here, as in PyTorch)
     register_module_full_backward_pre_hook, register_module_module_registration_hook,
     register_module_parameter_registration_hook,
 )
+from ._call import call_with_hooks
+from ._load_state import load_own_state, load_state_dict as load_whole_state_dict
 from ._to_args import parse_to
 
 __all__ = [
@@ -414,7 +416,6 @@ class Module:
                 or _global_backward_pre_hooks or _global_backward_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
-        from ._call import call_with_hooks
         return call_with_hooks(self, args, kwargs)
 
     __call__: Callable[..., Any] = _call_impl
@@ -588,15 +589,13 @@ class Module:
                               missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
         """Loads this module's own parameters and buffers (not its children's) from state_dict;
         override to convert old formats (the metadata holds the saving module's _version)."""
-        from ._load_state import load_own_state
         load_own_state(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Copies parameters and buffers from state_dict into this module and its descendants
         (assign=True: makes the state_dict's tensors the module's). With strict, the keys must
         match state_dict()'s. Returns (missing_keys, unexpected_keys)."""
-        from ._load_state import load_state_dict
-        return load_state_dict(self, state_dict, strict, assign)
+        return load_whole_state_dict(self, state_dict, strict, assign)
 
     # ------------------------------------------------------------------ iteration
     def _named_members(self, get_members_fn: Callable[[Module], Any], prefix: str = "", recurse: bool = True,
