@@ -116,6 +116,21 @@ def test_inplace_relu_in_a_graph_keeps_gradients():
     assert lin.weight.grad.shape == (4, 3)
 
 
+@needs_torch
+@pytest.mark.parametrize("name, kwargs, expected", INPLACE, ids=[c[2] for c in INPLACE])
+def test_inplace_activation_gradients_match_torch(name, kwargs, expected):
+    # in place on a non-leaf: the graph must see the overwritten values as PyTorch's does
+    x = sample()
+    results = []
+    for lib in (ember, torch):
+        leaf = lib.tensor(x, requires_grad=True)
+        out = getattr(lib.nn, name)(inplace=True, **kwargs).eval()(leaf * 2)
+        (out * out).sum().backward()
+        results.append((out.detach().numpy(), leaf.grad.numpy()))
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
+
+
 def test_prelu_parameters_init_and_gradient():
     m = nn.PReLU(3, init=0.1)
     assert repr(m) == "PReLU(num_parameters=3)" and m.init == 0.1

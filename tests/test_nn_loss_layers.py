@@ -44,11 +44,11 @@ def probs():
     return (x / x.sum(1, keepdims=True)).astype(np.float32)
 
 
-def label_lists():
+def label_lists(n=N):
     """MultiLabelMarginLoss targets: each row's classes, then -1 (and anything after it is ignored)."""
-    rows = np.full((N, C), -1, np.int64)
-    for i in range(N):
-        k = i + 1
+    rows = np.full((n, C), -1, np.int64)
+    for i in range(n):
+        k = i % C + 1
         rows[i, :k] = RNG.permutation(C)[:k]
     rows[0, 3] = 2  # after the -1: ignored
     return rows
@@ -316,7 +316,7 @@ def test_margin_functionals_match_torch(shape):
     import torch.nn.functional as TF
     x = randn(*shape)
     y = labels(*shape[:-1]) if len(shape) == 2 else np.array(3)
-    ml = label_lists()[:shape[0]] if len(shape) == 2 else label_lists()[1]
+    ml = label_lists(shape[0]) if len(shape) == 2 else label_lists()[1]
     for reduction in REDUCTIONS:
         for e_out, t_out in [
             (F.multi_margin_loss(ember.tensor(x), ember.tensor(y), 2, 0.7, reduction=reduction),
@@ -326,3 +326,74 @@ def test_margin_functionals_match_torch(shape):
         ]:
             assert tuple(e_out.shape) == tuple(t_out.shape)
             np.testing.assert_allclose(e_out.numpy(), t_out.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- LinearCrossEntropyLoss (new in PyTorch 2.13)
+
+LCE_CASES = [
+    (dict(), (N, 3), lambda: labels(N)),
+    (dict(bias=True, weight=weight(), label_smoothing=0.1, reduction="sum"), (N, 3), lambda: labels(N)),
+    (dict(out_features=(2,), bias=True, ignore_index=1), (N, 3), lambda: labels(N, 2)),
+    (dict(reduction="none"), (3,), lambda: np.array(2)),
+    (dict(options=nn.LinearCrossEntropyOptions(batch_chunk_size=2)), (N, 3), lambda: labels(N)),
+    (dict(), (N, 3), probs),
+]
+
+
+@pytest.mark.parametrize("kwargs, shape, make_target", LCE_CASES)
+def test_linear_cross_entropy_loss_is_linear_then_cross_entropy(kwargs, shape, make_target):
+    module = nn.LinearCrossEntropyLoss(3, C, **ember_kwargs(kwargs))
+    x, target = ember.tensor(randn(*shape)), ember.tensor(make_target())
+    out_features = kwargs.get("out_features", ())
+    logits = F.linear(x, module.linear.weight, module.linear.bias)
+    logits = logits.reshape(tuple(x.shape[:-1]) + (C,) + out_features)
+    expected = F.cross_entropy(logits, target, weight=module.weight, reduction=kwargs.get("reduction", "mean"),
+                               ignore_index=kwargs.get("ignore_index", -100),
+                               label_smoothing=kwargs.get("label_smoothing", 0.0))
+    np.testing.assert_allclose(module(x, target).detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    assert module.linear.weight.shape == (C * int(np.prod(out_features)), 3)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs, shape, make_target", LCE_CASES)
+def test_linear_cross_entropy_loss_matches_torch(kwargs, shape, make_target):
+    t_kwargs = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    if "options" in kwargs:
+        t_kwargs["options"] = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    t_mod = torch.nn.LinearCrossEntropyLoss(3, C, **t_kwargs)
+    e_mod = nn.LinearCrossEntropyLoss(3, C, **ember_kwargs(kwargs))
+    copy_state(t_mod, e_mod)
+    assert_same_structure(e_mod, t_mod)
+    target = make_target()
+    assert_same_step(e_mod, t_mod, randn(*shape), target, grad_inputs=(True, False), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_cross_entropy_errors_and_options():
+    with pytest.raises(RuntimeError, match=r"expected weight shape to be \(5,\), got \(4,\)"):
+        nn.LinearCrossEntropyLoss(3, 5, weight=ember.ones(4))
+    with pytest.raises(RuntimeError, match=r"expected label_smoothing to be in range \[0, 1\], got 1.5"):
+        nn.LinearCrossEntropyLoss(3, 5, label_smoothing=1.5)
+    w = ember.randn(5, 3)
+    with pytest.raises(RuntimeError, match="expected input with dimensionality 1 or 2, got 3"):
+        F.linear_cross_entropy(ember.randn(2, 2, 3), w, ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match=r"expected equal input and linear_weight last dimensions \(in_features\), "
+                                           "got 4 and 3, respectively"):
+        F.linear_cross_entropy(ember.randn(2, 4), w, ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match=r"expected linear_bias shape \(5,\), got \(3,\)"):
+        F.linear_cross_entropy(ember.randn(2, 3), w, ember.tensor([0, 1]), linear_bias=ember.zeros(3))
+    with pytest.raises(RuntimeError, match="K-dimensional loss defined by linear_weight shape"):
+        F.linear_cross_entropy(ember.randn(3), ember.randn(5, 2, 3), ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target contains probabilities"):
+        F.linear_cross_entropy(ember.randn(2, 3), w, ember.softmax(ember.randn(2, 5), 1), ignore_index=0)
+    with pytest.warns(UserWarning, match=r"linear_cross_entropy: ``options`` ignored; chunked path needs"):
+        F.linear_cross_entropy(ember.randn(2, 3), w, ember.tensor([0, 1]), label_smoothing=0.1,
+                               options=nn.LinearCrossEntropyOptions())
+    for bad, message in ((dict(acc_policy="fast"), "invalid acc_policy: 'fast'"),
+                         (dict(chunking_method="aspect_ratio:0"), "invalid chunking_method: 'aspect_ratio:0'"),
+                         (dict(batch_chunk_size=0), "batch_chunk_size must be positive int or None, got 0"),
+                         (dict(acc_dtype=ember.int32), "acc_dtype must be one of")):
+        with pytest.raises(ValueError, match=message):
+            nn.LinearCrossEntropyOptions(**bad)
+    assert repr(nn.LinearCrossEntropyOptions(chunking_method="aspect_ratio:2")) == (
+        "LinearCrossEntropyOptions(allow_retain_graph=False, batch_chunk_size=None, chunking_method='aspect_ratio:2', "
+        "acc_policy='auto', acc_dtype=None)")

@@ -124,7 +124,7 @@ def test_batchnorm_running_stats_with_momentum(cls, shape):
         assert int(bn.num_batches_tracked) == step + 1
     bn.eval()
     x = randn(*shape)
-    np.testing.assert_allclose(bn(ember.tensor(x)).numpy(), np_normalize(x, mean_ref, var_ref, w, b),
+    np.testing.assert_allclose(bn(ember.tensor(x)).detach().numpy(), np_normalize(x, mean_ref, var_ref, w, b),
                                rtol=1e-4, atol=1e-5)
     assert int(bn.num_batches_tracked) == 4  # eval does not count batches
 
@@ -431,3 +431,52 @@ def test_norm_modules_warn_nothing_in_normal_use():
         warnings.simplefilter("error")
         for m in (nn.BatchNorm1d(3), nn.InstanceNorm1d(3), nn.LayerNorm(4), nn.GroupNorm(1, 3), nn.RMSNorm(4)):
             m(ember.randn(2, 3, 4) if not isinstance(m, (nn.LayerNorm, nn.RMSNorm)) else ember.randn(2, 4))
+
+
+# ---------------------------------------------------------------- lazy batch and instance norms
+
+@pytest.mark.parametrize("name, shape, becomes", [
+    ("LazyBatchNorm1d", (4, 3), "BatchNorm1d"), ("LazyBatchNorm2d", (2, 3, 4, 4), "BatchNorm2d"),
+    ("LazyBatchNorm3d", (2, 3, 2, 2, 2), "BatchNorm3d"), ("LazyInstanceNorm1d", (2, 3, 5), "InstanceNorm1d"),
+    ("LazyInstanceNorm2d", (2, 3, 4, 4), "InstanceNorm2d"), ("LazyInstanceNorm3d", (2, 3, 2, 2, 3), "InstanceNorm3d"),
+])
+def test_lazy_norms_take_their_channels_from_the_first_input(name, shape, becomes):
+    m = getattr(nn, name)()
+    assert repr(m) == f"{name}(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    assert m.has_uninitialized_params()
+    x = randn(*shape) + 2
+    out = m(ember.tensor(x))
+    assert type(m) is getattr(nn, becomes) and m.num_features == 3
+    assert repr(m) == f"{becomes}(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    # the materialized parameters start as the eager module's: the same output
+    eager = getattr(nn, becomes)(3, affine=True, track_running_stats=True)
+    np.testing.assert_allclose(out.detach().numpy(), eager(ember.tensor(x)).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(m.running_mean.numpy(), eager.running_mean.numpy(), rtol=1e-6)
+    assert int(m.num_batches_tracked) == int(eager.num_batches_tracked)  # instance norm counts no batches
+
+
+def test_lazy_norm_options_and_loading():
+    m = nn.LazyBatchNorm1d(affine=False, track_running_stats=False)
+    m(ember.randn(4, 3))
+    assert type(m) is nn.BatchNorm1d and m.num_features == 0 and list(m.state_dict()) == []  # as PyTorch
+    m = nn.LazyBatchNorm1d(momentum=None, bias=False)
+    source = nn.BatchNorm1d(5, momentum=None, bias=False)
+    source(ember.randn(6, 5))
+    m.load_state_dict(source.state_dict())  # loading materializes the uninitialized tensors
+    np.testing.assert_array_equal(m.running_var.numpy(), source.running_var.numpy())
+    x = ember.randn(6, 5)
+    np.testing.assert_allclose(m(x).detach().numpy(), source(x).detach().numpy(), rtol=1e-6)
+    assert type(m) is nn.BatchNorm1d and int(m.num_batches_tracked) == 2
+
+
+@needs_torch
+@pytest.mark.parametrize("name, shape", [("LazyBatchNorm2d", (3, 4, 2, 2)), ("LazyInstanceNorm1d", (2, 4, 6))])
+def test_lazy_norms_match_torch(name, shape):
+    t_mod, e_mod = getattr(torch.nn, name)(momentum=0.3), getattr(nn, name)(momentum=0.3)
+    assert repr(e_mod) == repr(t_mod)
+    x = randn(*shape)
+    assert_close(e_mod(ember.tensor(x)), t_mod(torch.tensor(x)), rtol=1e-4, atol=1e-5)
+    assert_same_structure(e_mod, t_mod)
+    assert type(e_mod).__name__ == type(t_mod).__name__
+    assert_same_step(e_mod, t_mod, randn(*shape) * 2, rtol=1e-4, atol=1e-5)

@@ -317,6 +317,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"has shape {list(input.shape)}.")
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    scalar_target = target.dim() == 0
     target = target.reshape(n, 1)
     if n and bool(((target < 0) | (target >= classes)).any()):
         raise RuntimeError("target out of range")
@@ -327,7 +328,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None:
         z = z * weight.gather(0, target.reshape(-1)).reshape(n, 1)
     z = z * (1 - _nn.one_hot(target.reshape(-1), classes).to(z.dtype))  # the target class adds nothing
-    return _per_sample(z.sum(1) / classes, reduction, target.dim() == 0)
+    return _per_sample(z.sum(1) / classes, reduction, scalar_target)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -340,12 +341,55 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if (target.dim() > 1 or target.numel() != classes) if input.dim() < 2 else target.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    unbatched = target.dim() <= 1
     target = target.reshape(n, classes)
     if bool(((target < -1) | (target >= classes)).any()):
         raise RuntimeError("argument #2 'target' is out of range")
     listed = _C.cumprod((target != -1).to(x.dtype), 1)  # 1 up to the first -1
     rows = target.clamp_min(0)
-    is_target = _C.zeros_like(x).scatter_add(1, rows, listed) > 0
+    is_target = x.new_zeros(x.shape).scatter_add(1, rows, listed) > 0
     pairs = _C.relu(1 - x.gather(1, rows).unsqueeze(2) + x.unsqueeze(1))  # (N, listed j, class i)
     pairs = pairs * (listed.unsqueeze(2) * (~is_target).to(x.dtype).unsqueeze(1))
-    return _per_sample(pairs.sum((1, 2)) / classes, reduction, target.dim() <= 1)
+    return _per_sample(pairs.sum((1, 2)) / classes, reduction, unbatched)
+
+
+# ---------------------------------------------------------------- linear + cross entropy (issue 12)
+__all__ += ["linear_cross_entropy"]
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target): linear_weight (num_classes,
+    *out_features, in_features) gives (N, num_classes, *out_features) logits. `options` is accepted
+    and checked as PyTorch's; ember computes in one piece (chunking only saves PyTorch memory)."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    batch, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires "
+                           f"batched input, (N, {in_features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    if options is not None and (out_features or reduction not in ("mean", "sum", "none") or label_smoothing != 0.0
+                                or target.dtype != _C.int64):
+        bias_shape = tuple(linear_bias.shape) if linear_bias is not None else None
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={out_features}, tracing=False, linear_bias.shape={bias_shape}.", stacklevel=2)
+    rows = num_classes * math.prod(out_features)
+    logits = _C.matmul(input, linear_weight.reshape(rows, in_features).t())
+    if linear_bias is not None:
+        logits = logits + linear_bias.reshape(rows)
+    return cross_entropy(logits.reshape(logits_shape), target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index, label_smoothing=label_smoothing)

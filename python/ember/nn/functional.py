@@ -173,12 +173,20 @@ def _dropout_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _inplace_or_not(inplace_op, op, input, p, training, inplace):
+    """op(input, ...), or inplace_op writing into input and returning input itself (as PyTorch's)."""
+    if inplace:
+        inplace_op(input, p, training)
+        return input
+    return op(input, p, training)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p and scales the rest by 1 / (1 - p) while training."""
     _dropout_p(p)
     if not training or p == 0:
         return input  # the same object, as PyTorch's
-    return (_C.dropout_ if inplace else _C.dropout)(input, p, training)
+    return _inplace_or_not(_C.dropout_, _C.dropout, input, p, training, inplace)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
@@ -186,18 +194,18 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _dropout_p(p)
     if not training or p == 0:
         return input
-    return (_C.alpha_dropout_ if inplace else _C.alpha_dropout)(input, p, training)
+    return _inplace_or_not(_C.alpha_dropout_, _C.alpha_dropout, input, p, training, inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout of whole channels."""
     _dropout_p(p)
-    return (_C.feature_alpha_dropout_ if inplace else _C.feature_alpha_dropout)(input, p, training)
+    return _inplace_or_not(_C.feature_alpha_dropout_, _C.feature_alpha_dropout, input, p, training, inplace)
 
 
 def _channel_dropout(input, p, training, inplace, unbatched):
     if not unbatched:
-        return (_C.feature_dropout_ if inplace else _C.feature_dropout)(input, p, training)
+        return _inplace_or_not(_C.feature_dropout_, _C.feature_dropout, input, p, training, inplace)
     if inplace:
         _C.feature_dropout_(input.unsqueeze(0), p, training)  # a view: writes into input
         return input
@@ -388,6 +396,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              f"fixed length sequences. However, found offsets of type {type(offsets)}")
         offsets = _C.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        include_last_offset = False  # as PyTorch's: one bag per row
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)

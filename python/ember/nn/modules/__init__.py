@@ -25,14 +25,28 @@ from .pooling import (  # noqa: F401
 )
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 
-# Normalization, embeddings, dropout, activations, losses (i12-layers-b).
-from .activation import *  # noqa: F401,F403
-from .batchnorm import *  # noqa: F401,F403
-from .dropout import *  # noqa: F401,F403
-from .instancenorm import *  # noqa: F401,F403
-from .loss import *  # noqa: F401,F403
-from .normalization import *  # noqa: F401,F403
-from .sparse import *  # noqa: F401,F403
+# The layers of issue 12, point 3 (i12-layers-b).
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+    PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
+    Tanhshrink, Threshold,
+)
+from .batchnorm import (  # noqa: F401
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, SyncBatchNorm,
+)
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: F401
+from .instancenorm import (  # noqa: F401
+    InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+)
+from .loss import (  # noqa: F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss,
+    HuberLoss, KLDivLoss, L1Loss, LinearCrossEntropyLoss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, NLLLoss2d, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
+    TripletMarginLoss, TripletMarginWithDistanceLoss,
+)
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
+from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .attention import *  # noqa: F401,F403  (MultiheadAttention, i12-transformer)
 from .transformer import *  # noqa: F401,F403
 

@@ -3,10 +3,13 @@ F.batch_norm with running statistics kept in buffers."""
 import ember
 
 from .. import functional as F
+from ..parameter import UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 from .normalization import _affine_parameters, _reset_affine
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "LazyBatchNorm1d", "BatchNorm2d", "LazyBatchNorm2d", "BatchNorm3d", "LazyBatchNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -87,6 +90,40 @@ class _BatchNorm(_NormBase):
                 self.weight, self.bias, bn_training, factor, self.eps)
 
 
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """A norm whose num_features is the channel count (dim 1) of its first input."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        # num_features 0, no parameters or buffers: they are replaced by uninitialized ones
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(**factory_kwargs)
+            if bias:
+                self.bias = UninitializedParameter(**factory_kwargs)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(**factory_kwargs)
+            self.running_var = UninitializedBuffer(**factory_kwargs)
+            self.num_batches_tracked = ember.tensor(0, dtype=ember.long, device=device)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        """Materializes the parameters and running stats with input.shape[1] channels, then resets them."""
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            with ember.no_grad():
+                for tensor in (self.weight, self.bias, self.running_mean, self.running_var):
+                    if tensor is not None:
+                        tensor.materialize((self.num_features,))
+                self.reset_parameters()
+
+
 class BatchNorm1d(_BatchNorm):
     """Batch normalization over a 2D (N, C) or 3D (N, C, L) input."""
 
@@ -109,6 +146,27 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """BatchNorm1d with num_features from the first input (it then becomes a BatchNorm1d)."""
+
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """BatchNorm2d with num_features from the first input (it then becomes a BatchNorm2d)."""
+
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """BatchNorm3d with num_features from the first input (it then becomes a BatchNorm3d)."""
+
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
 
 
 class SyncBatchNorm(_BatchNorm):

@@ -3,13 +3,14 @@ batch norm's parameters and (optional) running stats."""
 import warnings
 
 from .. import functional as F
-from .batchnorm import _NormBase
+from .batchnorm import _LazyNormBase, _NormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "LazyInstanceNorm1d", "InstanceNorm2d", "LazyInstanceNorm2d", "InstanceNorm3d",
+           "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
-    _no_batch_dim = None  # the input dims of an unbatched input (the channels' dim is dim - this)
+    _no_batch_dim: int  # each subclass's input dims when unbatched (the channels' dim is dim - this)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):
@@ -78,4 +79,26 @@ class InstanceNorm2d(_InstanceNorm):
 class InstanceNorm3d(_InstanceNorm):
     """Instance normalization over a 4D (C, D, H, W) or 5D (N, C, D, H, W) input."""
 
+    _no_batch_dim = 4
+
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm1d with num_features from the first input (it then becomes an InstanceNorm1d); its
+    defaults are the lazy base's, affine=True and track_running_stats=True, as PyTorch's."""
+
+    cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm2d with num_features from the first input (it then becomes an InstanceNorm2d)."""
+
+    cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm3d with num_features from the first input (it then becomes an InstanceNorm3d)."""
+
+    cls_to_become = InstanceNorm3d
     _no_batch_dim = 4

@@ -4,6 +4,7 @@ import numbers
 
 import ember
 
+from ...autograd.function import Function, once_differentiable
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -51,9 +52,49 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
+def _band(channels, lo, hi, dtype, device):
+    """(channels, channels) 0/1 matrix: row c marks channels c + lo .. c + hi."""
+    rows = [[1.0 if lo <= j - c <= hi else 0.0 for j in range(channels)] for c in range(channels)]
+    return ember.tensor(rows, dtype=dtype, device=device)
+
+
+def _channel_matmul(x, matrix):
+    """sum_j matrix[c, j] * x[:, j, ...] for each channel c of an (N, C, ...) x."""
+    return ember.matmul(x.movedim(1, -1), matrix.t()).movedim(-1, 1)
+
+
+class _CrossMapLRN2dFunction(Function):
+    """PyTorch's legacy cross-channel LRN with its own backward: the forward's window keeps channel 0
+    in every sum, and the backward sums the output ratios over channels c - (size - (size - 1) / 2) ..
+    c + (size - 1) / 2, which PyTorch uses instead of the forward window's transpose."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        channels = input.size(1)
+        pre_pad = int((size - 1) / 2 + 1)
+        window = _band(channels, 1 - pre_pad, pre_pad - 1, input.dtype, input.device)
+        window[:, 0] = 1  # PyTorch's running sum never subtracts channel 0
+        scale = _channel_matmul(input * input, window) * (alpha / size) + k
+        output = input * scale.pow(-beta)
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        size = ctx.size
+        inverse_pre_pad = int(size - (size - 1) / 2)
+        band = _band(input.size(1), -inverse_pre_pad, size - 1 - inverse_pre_pad, input.dtype, input.device)
+        accum = _channel_matmul(grad_output * output / scale, band)
+        grad = scale.pow(-ctx.beta) * grad_output - (2 * ctx.alpha * ctx.beta / size) * input * accum
+        return grad, None, None, None, None
+
+
 class CrossMapLRN2d(Module):
     """The legacy (Lua Torch) cross-channel LRN of a 4D input: input * (k + alpha / size * window sum
-    of squares)^-beta, with its window as PyTorch computes it (channel 0 stays in every window)."""
+    of squares)^-beta, with PyTorch's window and gradient."""
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
         super().__init__()
@@ -65,16 +106,7 @@ class CrossMapLRN2d(Module):
     def forward(self, input):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        channels = input.size(1)
-        pre_pad = int((self.size - 1) / 2 + 1)
-        # window[c][j] = 1 where channel j's square adds to channel c's sum; PyTorch's running sum
-        # never subtracts channel 0, so it stays in every window.
-        window = [[1.0 if j == 0 or c - pre_pad < j < c + pre_pad else 0.0 for j in range(channels)]
-                  for c in range(channels)]
-        window = ember.tensor(window, dtype=input.dtype, device=input.device)
-        squares = (input * input).movedim(1, -1)
-        scale = ember.matmul(squares, window.t()).movedim(-1, 1)
-        return input * (scale * (self.alpha / self.size) + self.k).pow(-self.beta)
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     extra_repr = LocalResponseNorm.extra_repr
 
