@@ -150,7 +150,8 @@ def _define(lib):  # noqa: C901 (one class per zoo model, written as in a tutori
         def __init__(self, dim, heads):
             super().__init__()
             self.heads = heads
-            self.qkv = nn.Linear(dim, 3 * dim)
+            # No bias (nanoGPT's bias=False): a key bias has a zero gradient that Adam would scale rounding noise up from.
+            self.qkv = nn.Linear(dim, 3 * dim, bias=False)
             self.proj = nn.Linear(dim, dim)
 
         def forward(self, x):
