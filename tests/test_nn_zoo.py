@@ -2,6 +2,8 @@
 and parameter/buffer/module names as PyTorch's; a PyTorch state_dict loads into the ember model and gives
 PyTorch's outputs and gradients to float32 rounding, and ember's state_dict loads back into torch.
 Without torch: an ember state_dict round trip into a fresh model gives equal outputs and the right shapes."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,19 @@ def test_non_persistent_buffer_is_not_in_state_dict():
     np.testing.assert_allclose(to_np(model.running_mean), np.full(4, 0.19, np.float32), rtol=1e-6)
     assert int(model.steps) == 2
 
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deepcopy_and_double_keep_outputs(name):
+    model = _build(ember, name).eval()
+    arrays = _inputs(name)
+    expected = to_np(_run(ember, model, arrays))
+    twin = copy.deepcopy(model)
+    assert [n for n, _ in twin.named_parameters()] == [n for n, _ in model.named_parameters()]
+    np.testing.assert_array_equal(to_np(_run(ember, twin, arrays)), expected)
+    if name == "containers":
+        assert twin.tail.weight is twin.head.weight and twin.head.weight is not model.head.weight
+    doubled = twin.double()
+    assert doubled is twin and all(p.dtype == ember.float64 for p in twin.parameters())
+    arrays64 = [a.astype(np.float64) if a.dtype == np.float32 else a for a in arrays]
+    np.testing.assert_allclose(to_np(_run(ember, twin, arrays64)), expected, rtol=1e-4, atol=1e-5)
