@@ -174,7 +174,7 @@ class Tensor(_C.TensorBase):
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(self._other_tensor(other, "type_as").dtype)
 
-    def _other_tensor(self, other: Any, method: str) -> Tensor:
+    def _other_tensor(self, other: Any, method: str) -> _C.TensorBase:
         if not isinstance(other, _C.TensorBase):
             raise TypeError(f"{method}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         return other
