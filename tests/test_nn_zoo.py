@@ -3,6 +3,7 @@ and parameter/buffer/module names as PyTorch's; a PyTorch state_dict loads into 
 PyTorch's outputs and gradients to float32 rounding, and ember's state_dict loads back into torch.
 Without torch: an ember state_dict round trip into a fresh model gives equal outputs and the right shapes."""
 import copy
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -39,7 +40,11 @@ def _pair(name):
     """The torch model and an ember model holding torch's weights and buffers."""
     t_model = _build(torch, name)
     e_model = _build(ember, name)
-    result = e_model.load_state_dict({k: to_lib(ember, v) for k, v in t_model.state_dict().items()})
+    t_state = t_model.state_dict()
+    e_state = OrderedDict((k, to_lib(ember, v)) for k, v in t_state.items())
+    e_state._metadata = t_state._metadata  # module versions, as a torch checkpoint carries them
+    assert e_model.state_dict()._metadata == t_state._metadata
+    result = e_model.load_state_dict(e_state)
     assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
     return t_model, e_model
 
