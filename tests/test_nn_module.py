@@ -890,3 +890,13 @@ def test_deepcopy_and_pickle_a_whole_module():
     assert copy.deepcopy(hooked)(ember.ones(1)).tolist() == [6.0]
     saved = pickle.loads(pickle.dumps(E.Net()))
     assert list(saved.state_dict()) == NET_STATE and "scratch" in saved.features[2]._non_persistent_buffers_set
+
+
+def test_nn_modules_all_lists_every_class_it_imports():
+    # __all__ is spelled out for type checkers: a class imported without being listed would be
+    # missing from ember.nn.
+    import ember.nn.modules as modules
+    classes = {name for name, value in vars(modules).items()
+               if isinstance(value, type) and not name.startswith("_") and name != "LazyModuleMixin"}
+    assert set(modules.__all__) == classes
+    assert all(getattr(ember.nn, name) is getattr(modules, name) for name in modules.__all__)

@@ -104,3 +104,21 @@ def test_subclass_cycles_are_collected():
     gc.collect()
     assert ref() is None
     assert not gc.is_tracked(ember.ones(1))
+
+
+def test_view_reshape_expand_as_take_the_other_tensors_shape():
+    x = ember.arange(6.0).requires_grad_()
+    other = ember.zeros(2, 3)
+    v = x.view_as(other)
+    assert v.shape == (2, 3) and v._is_view() and v.data_ptr() == x.data_ptr() and v.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    r = x.view(2, 3).t().reshape_as(ember.zeros(6))  # not viewable: a copy, as reshape
+    assert r.tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    e = ember.tensor([[1.0], [2.0]]).expand_as(ember.zeros(3, 2, 4))
+    assert e.shape == (3, 2, 4) and e.stride() == (0, 1, 0) and e[2, 1].tolist() == [2.0] * 4
+    (v * ember.tensor([[1.0, 2.0, 3.0]]).expand_as(v)).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+    for method in ("view_as", "reshape_as", "expand_as"):
+        with pytest.raises(TypeError, match=rf"{method}\(\): argument 'other' \(position 1\) must be Tensor, not int"):
+            getattr(x, method)(3)
+    with pytest.raises(RuntimeError, match=r"shape '\[4\]' is invalid for input of size 6"):
+        x.view_as(ember.zeros(4))

@@ -4,7 +4,9 @@ then softmax(q k^T / sqrt(d) + mask) v per head (scaled_dot_product_attention wh
 import math
 import warnings
 
-import ember
+from .. import _C
+from .._creation import zeros_like
+from .._tensor import Tensor
 
 from . import functional as F
 
@@ -50,20 +52,20 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask is None:
         return None
     is_float = mask.is_floating_point()
-    if mask.dtype != ember.bool and not is_float:
+    if mask.dtype != _C.bool and not is_float:
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype != other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
                       "instead.", stacklevel=2)
     if not is_float:
-        mask = ember.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+        mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
     return mask
 
 
 def _none_or_dtype(input):
     if input is None:
         return None
-    if isinstance(input, ember.Tensor):
+    if isinstance(input, Tensor):
         return input.dtype
     raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
@@ -186,8 +188,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             raise AssertionError("bias cannot be added to static key.")
         if static_v is not None:
             raise AssertionError("bias cannot be added to static value.")
-        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        k = _C.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = _C.cat([v, bias_v.repeat(1, bsz, 1)])
         attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
         key_padding_mask = None if key_padding_mask is None else F.pad(key_padding_mask, (0, 1))
     elif bias_k is not None:
@@ -202,9 +204,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else \
         _static_kv(static_v, "static_v", bsz, num_heads, head_dim)
     if add_zero_attn:
-        zeros = ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k = ember.cat([k, zeros], dim=1)
-        v = ember.cat([v, zeros.to(v.dtype)], dim=1)
+        zeros = _C.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k = _C.cat([k, zeros], dim=1)
+        v = _C.cat([v, zeros.to(v.dtype)], dim=1)
         attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
         key_padding_mask = None if key_padding_mask is None else F.pad(key_padding_mask, (0, 1))
     src_len = k.size(1)
@@ -224,13 +226,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if need_weights:
         q_scaled = q * math.sqrt(1.0 / float(q.shape[2]))
         if attn_mask is not None:
-            weights = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+            weights = _C.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
-            weights = ember.bmm(q_scaled, k.transpose(-2, -1))
+            weights = _C.bmm(q_scaled, k.transpose(-2, -1))
         weights = F.softmax(weights, dim=-1)
         if dropout_p > 0.0:
             weights = F.dropout(weights, p=dropout_p)
-        out = ember.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _C.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
         weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:

@@ -9,7 +9,7 @@ from copy import deepcopy
 
 import ember
 
-from ..nn import Module
+from ..nn.modules.module import Module
 from .lr_scheduler import LRScheduler, _format_param
 
 __all__ = [
