@@ -365,7 +365,7 @@ def _np_topk(a, k, dim, largest):
     return np.take_along_axis(a, idx, dim), idx
 
 
-@pytest.mark.parametrize("k", [1, 5, SMALL_K, SMALL_K + 1])
+@pytest.mark.parametrize("k", [0, 1, 5, SMALL_K, SMALL_K + 1])  # k=0: nothing to write (it once wrote best[-1])
 @pytest.mark.parametrize("shape,dim", [((700, 1000), -1), ((4000, 64), 1), ((64, 300), 0), ((3, 5, 40), 2)])
 def test_topk_short_rows(threads, k, shape, dim):
     rng = np.random.default_rng(k)

@@ -224,6 +224,7 @@ template <typename T>
 void topk_lines(const T* x, T* values, int64_t* indices, const Lines& g, int64_t k, bool largest) {
   using K = key_t<T>;
   const int64_t n = g.n, inner = g.inner;
+  if (k == 0) return;  // nothing to write; the small-k path would index best[k - 1]
   auto finish = [&](std::vector<Candidate<K>>& c, int64_t l) {
     keep_best(c, k);
     std::sort(c.begin(), c.end(), better<K>);
