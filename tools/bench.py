@@ -39,7 +39,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches)
+    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches, lstm_row_name)
 
 
 
@@ -303,6 +303,8 @@ def goals(corename):
              "ember/torch time", "<=", 1 / 1.2),
         Goal("lapack", ("linalg.inv 512", "linalg.qr 512"), "torch", "ember/torch time", "<=", 1.0,
              "no target in the issue"),
+        Goal("LSTM fwd+bwd", (lstm_row_name(),), "torch", "ember/torch time", "<=", 0.8,
+             "the issue's model-step target, for the recurrent layer alone"),
     ]
 
 

@@ -719,3 +719,34 @@ def lapack_benches():
         return (lambda: np.linalg.qr(a)) if lib.is_numpy else (lambda: lib.mod.linalg.qr(a))
 
     return [Bench("lapack", f"linalg.inv {n}", "ms", inv), Bench("lapack", f"linalg.qr {n}", "ms", qr)]
+
+
+# ---------------------------------------------------------------- rnn (issue 12)
+LSTM_SHAPE = {"layers": 2, "input": 256, "hidden": 256, "seq": 35, "batch": 20}  # the issue's LSTM LM, vocab-free
+
+
+def lstm_row_name():
+    d = LSTM_SHAPE
+    return f"LSTM {d['layers']}x{d['hidden']} in{d['input']} seq{d['seq']} b{d['batch']} fwd+bwd"
+
+
+def rnn_benches():
+    """Issue 12's recurrent layers: a 2-layer LSTM's forward and backward (every parameter's gradient)."""
+    d = LSTM_SHAPE
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        lib.mod.manual_seed(0)
+        lstm = lib.mod.nn.LSTM(d["input"], d["hidden"], num_layers=d["layers"])
+        x = lib.randn(d["seq"], d["batch"], d["input"])
+        grad = lib.randn(d["seq"], d["batch"], d["hidden"])
+
+        def step():
+            for p in lstm.parameters():
+                p.grad = None
+            out, _ = lstm(x)
+            out.backward(grad)
+        return step
+
+    return [Bench("rnn", lstm_row_name(), "ms", build, columns=TORCHLIKE_COLUMNS)]

@@ -1,0 +1,2 @@
+"""ember.nn.utils, as torch.nn.utils."""
+from . import rnn  # noqa: F401
