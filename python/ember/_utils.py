@@ -48,3 +48,18 @@ def _rebuild_from_type(func, new_type, args, state):
             for name, value in state.items():
                 setattr(tensor, name, value)
     return tensor
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    """An nn.Parameter of `data` (the pickle of a Parameter). `backward_hooks` is
+    always empty: hooks are not pickled, as in PyTorch."""
+    from .nn.parameter import Parameter
+    return Parameter(data, requires_grad)
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    """_rebuild_parameter, then the Parameter's Python attributes `state`."""
+    param = _rebuild_parameter(data, requires_grad, backward_hooks)
+    for name, value in state.items():
+        setattr(param, name, value)
+    return param

@@ -1,9 +1,11 @@
-"""Handles that remove hooks (PyTorch's torch.utils.hooks.RemovableHandle)."""
+"""Handles that remove hooks (PyTorch's torch.utils.hooks.RemovableHandle), and
+BackwardHook, the machinery of nn.Module's full backward hooks."""
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable, Optional
 
 
 class RemovableHandle:
@@ -49,3 +51,120 @@ class RemovableHandle:
 
     def __exit__(self, type: Any, value: Any, tb: Any) -> None:
         self.remove()
+
+
+class BackwardHook:
+    """Runs a module's full backward (pre-)hooks, as PyTorch's.
+
+    The module's tensor inputs and outputs each pass through one BackwardHookFunction
+    (identity) node: the output node's hook sees grad_output (and runs the pre-hooks),
+    the input node's hook then sees grad_input and runs the user hooks with both.
+    Non-tensor positions are None in what the hooks get."""
+
+    def __init__(self, module: Any, user_hooks: list, user_pre_hooks: list) -> None:
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.module = module
+        self.grad_outputs: Optional[tuple] = None
+        self.n_outputs = -1
+        self.output_tensors_index: Optional[list] = None
+        self.n_inputs = -1
+        self.input_tensors_index: Optional[list] = None
+
+    @staticmethod
+    def _pack_with_none(indices: list, values: Any, size: int) -> tuple:
+        res: list = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    @staticmethod
+    def _unpack_none(indices: list, values: Any) -> tuple:
+        return tuple(values[idx] for idx in indices)
+
+    def _set_user_hook(self, grad_fn: Any) -> None:
+        def hook(grad_input: tuple, _: Any) -> Optional[tuple]:
+            if self.grad_outputs is None:
+                # The gradient reached the inputs without passing through the outputs (double backward).
+                return None
+            res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            for user_hook in self.user_hooks:
+                out = user_hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return self._unpack_none(self.input_tensors_index, res)
+
+        grad_fn.register_hook(hook)
+
+    def _apply_on_tensors(self, fn: Callable[[Any], None], args: Any) -> tuple:
+        # Passes the tensors of `args` through one BackwardHookFunction; fn gets its node.
+        from .. import _C
+        from ..nn.modules._functions import BackwardHookFunction
+
+        tensors_idx = [i for i, arg in enumerate(args) if isinstance(arg, _C.TensorBase)]
+        tensors = [args[i] for i in tensors_idx]
+        if not (any(t.requires_grad for t in tensors) and _C.is_grad_enabled()):
+            return args, None
+        new_tensors = BackwardHookFunction.apply(*tensors)
+        if len(new_tensors) == 0:
+            raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
+        grad_fns = [t.grad_fn for t in new_tensors
+                    if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+        if not grad_fns:
+            raise RuntimeError("Error while setting up backward hooks. Please open "
+                               "an issue with a code sample to reproduce this.")
+        fn(grad_fns[0])
+        arg_list = list(args)
+        for idx, val in zip(tensors_idx, new_tensors):
+            arg_list[idx] = val
+        out = tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)
+        return out, tensors_idx
+
+    def setup_input_hook(self, args: Any) -> Any:
+        res, input_idx = self._apply_on_tensors(self._set_user_hook, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = input_idx
+        return res
+
+    def _output_hook(self, _: Any, grad_output: tuple) -> Optional[tuple]:
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+        expected_len = len(self.grad_outputs)
+        for user_pre_hook in self.user_pre_hooks:
+            hook_grad_outputs = user_pre_hook(self.module, self.grad_outputs)
+            if hook_grad_outputs is None:
+                continue
+            if len(hook_grad_outputs) != expected_len:
+                raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
+                                   f"got {len(hook_grad_outputs)}, but expected {expected_len}")
+            self.grad_outputs = hook_grad_outputs
+        local_grad_outputs = self.grad_outputs
+        if self.input_tensors_index is None:
+            # No input requires grad: the user hooks run now, with no grad_input.
+            warnings.warn("Full backward hook is firing when gradients are computed "
+                          "with respect to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=5)
+            grad_inputs = self._pack_with_none([], [], self.n_inputs)
+            for user_hook in self.user_hooks:
+                res = user_hook(self.module, grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all gradients.")
+            self.grad_outputs = None
+        if local_grad_outputs is None:
+            return None
+        return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+
+    def setup_output_hook(self, args: Any) -> Any:
+        is_tuple = isinstance(args, tuple)
+        if not is_tuple:
+            args = (args,)
+        res, output_idx = self._apply_on_tensors(lambda grad_fn: grad_fn.register_hook(self._output_hook), args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = output_idx
+        return res if is_tuple else res[0]
