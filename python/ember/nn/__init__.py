@@ -2,4 +2,4 @@
 Parameter and Buffer, the layers, and the functional interface (ember.nn.functional)."""
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
-from . import functional, modules, parameter  # noqa: F401
+from . import functional, modules, parameter, utils  # noqa: F401
