@@ -171,8 +171,8 @@ def test_matches_ember_ops_reference(config):
     if cls == "LSTM":
         np.testing.assert_allclose(hidden[1].detach().numpy(), ref_c.detach().numpy(), rtol=1e-12, atol=1e-12)
     params = list(m.parameters())
-    got = ember.autograd.grad([out.sum() + h.square().sum()], params)
-    want = ember.autograd.grad([ref_out.sum() + ref_h.square().sum()], params)
+    got = ember.autograd.grad([out.sum() + (h * h).sum()], params)
+    want = ember.autograd.grad([ref_out.sum() + (ref_h * ref_h).sum()], params)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
 
@@ -343,3 +343,21 @@ def test_cell_errors(cls):
     h3 = ember.randn(2, 3, 4)
     with pytest.raises(ValueError, match=f"{cls}: Expected {which} to be 1D or 2D, got 3D instead"):
         c(ember.randn(2, 3), (h3, h3) if cls == "LSTMCell" else h3)
+
+
+def test_double_backward_through_two_layers_matches_reference():
+    # create_graph: the kernel's gradient falls back to the ember-ops rerun, whose gradient is
+    # differentiated again (the second layer's input is a non-leaf: the first layer's output).
+    ember.manual_seed(12)
+    m = nn.LSTM(I, 4, num_layers=2, proj_size=2).double()
+    x = ember.tensor(np.random.default_rng(13).standard_normal((3, 2, I)), requires_grad=True)
+    params = list(m.parameters()) + [x]
+
+    def penalty(out):
+        grads = ember.autograd.grad([(out * out).sum()], params, create_graph=True)
+        return sum((g * g).sum() for g in grads)
+
+    got = ember.autograd.grad([penalty(m(x)[0])], params)
+    want = ember.autograd.grad([penalty(ref_module(m, x)[0])], params)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9, atol=1e-11)

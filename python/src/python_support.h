@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ember/errors.h"
@@ -74,6 +76,16 @@ inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor>& ts, PyType
 PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type = nullptr);
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
   return wrap(ts, type);
+}
+// Several results as a named tuple of `type` (a plain tuple without one); takes the references.
+PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type);
+// Longer tuples of tensors (_rnn_fused_backward's eight gradients).
+template <typename... T, std::enable_if_t<(sizeof...(T) > 4), int> = 0>
+PyObject* wrap_tuple(const std::tuple<T...>& ts, PyTypeObject* type) {
+  PyObject* items[sizeof...(T)];
+  Py_ssize_t i = 0;
+  std::apply([&](const auto&... t) { ((items[i++] = wrap(t)), ...); }, ts);
+  return wrap_items(items, (Py_ssize_t)sizeof...(T), type);
 }
 
 // A generated op function: its method def (named by the op, as errors name it), the

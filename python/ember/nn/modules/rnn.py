@@ -142,14 +142,16 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.size(-1)}")
 
-    def get_expected_hidden_size(self, input: Tensor, batch_sizes: Optional[Tensor]) -> Tuple[int, int, int]:
+    def _state_size(self, input: Tensor, batch_sizes: Optional[Tensor], width: int) -> Tuple[int, int, int]:
+        # (layers * directions, batch, width): the shape of h_0 (width = proj_size or hidden_size) or c_0.
         if batch_sizes is not None:
             mini_batch = int(batch_sizes[0])
         else:
             mini_batch = input.size(0) if self.batch_first else input.size(1)
-        num_directions = 2 if self.bidirectional else 1
-        hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        return (self.num_layers * num_directions, mini_batch, hidden)
+        return (self.num_layers * (2 if self.bidirectional else 1), mini_batch, width)
+
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes: Optional[Tensor]) -> Tuple[int, int, int]:
+        return self._state_size(input, batch_sizes, self.proj_size if self.proj_size > 0 else self.hidden_size)
 
     def check_hidden_size(self, hx: Tensor, expected_hidden_size: Tuple[int, int, int],
                           msg: str = "Expected hidden size {}, got {}") -> None:
@@ -327,12 +329,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor, batch_sizes: Optional[Tensor]) -> Tuple[int, int, int]:
-        if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
-        else:
-            mini_batch = input.size(0) if self.batch_first else input.size(1)
-        num_directions = 2 if self.bidirectional else 1
-        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+        return self._state_size(input, batch_sizes, self.hidden_size)
 
     def check_forward_args(self, input: Tensor, hidden, batch_sizes: Optional[Tensor]) -> None:
         self.check_input(input, batch_sizes)
