@@ -364,7 +364,7 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + regression_loss_benches()
-            + padpool_benches() + lapack_benches())
+            + padpool_benches() + lapack_benches() + rnn_benches())
 
 
 def loss_benches():

@@ -38,7 +38,7 @@ namespace {
 using rnn::Mode;
 
 template <typename T>
-inline T sigmoid(T x) { return T(1) / (T(1) + math::exp(-x)); }
+inline T logistic(T x) { return T(1) / (T(1) + math::exp(-x)); }
 
 // f(b) for each row b of a step, in parallel when the step has enough gate elements.
 template <typename F>
@@ -119,8 +119,8 @@ void forward_impl(const rnn::Layout& L, const Dims& d, Mode mode, const Tensor& 
         T* __restrict hdst = hpbuf ? hpbuf + b * H : hrow;
 #pragma omp simd
         for (int64_t j = 0; j < H; ++j) {
-          const T i = sigmoid(gi[j] + gh[j]), f = sigmoid(gi[H + j] + gh[H + j]);
-          const T g = math::tanh(gi[2 * H + j] + gh[2 * H + j]), o = sigmoid(gi[3 * H + j] + gh[3 * H + j]);
+          const T i = logistic(gi[j] + gh[j]), f = logistic(gi[H + j] + gh[H + j]);
+          const T g = math::tanh(gi[2 * H + j] + gh[2 * H + j]), o = logistic(gi[3 * H + j] + gh[3 * H + j]);
           const T cn = f * crow[j] + i * g;
           w[j] = i, w[H + j] = f, w[2 * H + j] = g, w[3 * H + j] = o;
           crow[j] = out[Hout + j] = cn;
@@ -131,7 +131,7 @@ void forward_impl(const rnn::Layout& L, const Dims& d, Mode mode, const Tensor& 
         T* __restrict w = wsp + (r0 + b) * W;
 #pragma omp simd
         for (int64_t j = 0; j < H; ++j) {
-          const T r = sigmoid(gi[j] + gh[j]), z = sigmoid(gi[H + j] + gh[H + j]);
+          const T r = logistic(gi[j] + gh[j]), z = logistic(gi[H + j] + gh[H + j]);
           const T hn = gh[2 * H + j] + (bhn ? bhn[j] : T(0));
           const T n = math::tanh(gi[2 * H + j] + r * hn);
           const T h_new = n + z * (hrow[j] - n);
