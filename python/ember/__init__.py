@@ -55,11 +55,8 @@ from ._C._VariableFunctions import *  # noqa: E402,F401,F403
 # replace the bare ops.
 from .functional import (  # type: ignore[assignment,no-redef]  # noqa: E402,F401
     atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, cartesian_prod, cdist, einsum, meshgrid, nonzero,
-    tensordot, unique, unique_consecutive, histogram,
+    tensordot,
 )
-# As torch's PRIVATE_OPS: unique_dim stays in _C._VariableFunctions only (ember.unique(dim=) calls it).
-_PRIVATE_OPS = ("unique_dim",)
-del unique_dim  # type: ignore[name-defined]  # noqa: F821
 
 # dtype aliases, as PyTorch names them.
 float = float32
@@ -80,7 +77,7 @@ from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from . import autograd, cuda, backends, func, linalg, nn, optim, utils  # noqa: E402,F401
+from . import autograd, cuda, backends, func, linalg, nn, utils  # noqa: E402,F401
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 
@@ -124,7 +121,7 @@ _float32_matmul_precision = "highest"
 __version__ = "0.1.0"
 
 # The public names: `from ember import *` gives these (submodules are imported by name, as in PyTorch).
-__all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith("_") and name not in _PRIVATE_OPS] + [
+__all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith("_")] + [
     "Tensor", "Size", "dtype", "device", "Generator", "default_generator", "UntypedStorage",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
     "float", "double", "half", "long", "int", "short",
@@ -136,5 +133,5 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "allclose", "equal", "unique",
+    "allclose", "equal",
 ] + list(_LEGACY_TYPES)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, SupportsIndex, U
 
 import numpy as np
 
-from . import _C, _comparison, _legacy, _utils, functional as _functional
+from . import _C, _comparison, _legacy, _utils
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
 
@@ -152,18 +152,6 @@ class Tensor(_C.TensorBase):
     def equal(self, other: Tensor) -> _bool:
         return _comparison.equal(self, other)
 
-    def unique(self, sorted: _bool = True, return_inverse: _bool = False, return_counts: _bool = False,
-               dim: Optional[_int] = None) -> Any:
-        return _functional.unique(self, sorted, return_inverse, return_counts, dim)
-
-    def unique_consecutive(self, return_inverse: _bool = False, return_counts: _bool = False,
-                           dim: Optional[_int] = None) -> Any:
-        return _functional.unique_consecutive(self, return_inverse, return_counts, dim)
-
-    def histogram(self, bins: Any = 100, *, range: Optional[Sequence[_float]] = None,  # type: ignore[override]
-                  weight: Optional[Tensor] = None, density: _bool = False) -> Any:
-        return _functional.histogram(self, bins, range=range, weight=weight, density=density)
-
     def type(self, dtype: Any = None, non_blocking: _bool = False) -> Union[str, Tensor]:
         """The legacy type name ('ember.FloatTensor'), or the tensor converted to `dtype` (a dtype,
         a legacy type or its name)."""
@@ -172,21 +160,9 @@ class Tensor(_C.TensorBase):
         return _legacy.convert(self, dtype, non_blocking)
 
     def type_as(self, other: Tensor) -> Tensor:
-        return self.to(self._other_tensor(other, "type_as").dtype)
-
-    def _other_tensor(self, other: Any, method: str) -> Tensor:
         if not isinstance(other, _C.TensorBase):
-            raise TypeError(f"{method}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-        return other
-
-    def view_as(self, other: Tensor) -> Tensor:
-        return self.view(self._other_tensor(other, "view_as").shape)
-
-    def reshape_as(self, other: Tensor) -> Tensor:
-        return self.reshape(self._other_tensor(other, "reshape_as").shape)
-
-    def expand_as(self, other: Tensor) -> Tensor:
-        return self.expand(self._other_tensor(other, "expand_as").shape)
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return self.to(other.dtype)
 
     def _converted(self, dtype: _C.dtype) -> Tensor:
         # As in PyTorch, a tensor already of that dtype is returned as it is.

@@ -1,9 +1,7 @@
 """The functions PyTorch writes in Python over its ops (torch.functional): einsum's
 varargs and sublist forms, tensordot's `dims`, cartesian_prod's varargs, cdist's
-compute_mode names, the forms taking tensors as varargs, and nonzero's as_tuple;
-unique/unique_consecutive picking the results asked for, and histogram's number of bins.
+compute_mode names, the forms taking tensors as varargs, and nonzero's as_tuple.
 Each calls the op of the same name in ember._C."""
-import math
 from typing import Optional
 
 from . import _C
@@ -11,7 +9,7 @@ from . import _C
 _VF = _C._VariableFunctions
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "cartesian_prod", "cdist", "einsum",
-           "meshgrid", "nonzero", "tensordot", "unique", "unique_consecutive", "histogram"]
+           "meshgrid", "nonzero", "tensordot"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -137,69 +135,5 @@ def nonzero(input, *, out=None, as_tuple: bool = False):
     return _VF.nonzero(input) if out is None else _VF.nonzero(input, out=out)
 
 
-def _picked(results, return_inverse, return_counts):
-    output, inverse, counts = results
-    if return_inverse and return_counts:
-        return output, inverse, counts
-    if return_inverse or return_counts:
-        return output, inverse if return_inverse else counts
-    return output
-
-
-def unique(input, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
-           dim: Optional[int] = None):
-    """The distinct elements of `input` (slices along `dim`) in ascending order, each NaN
-    distinct; with the inverse (each element's index in the output) and/or the counts, a tuple."""
-    if dim is None:
-        return _picked(_VF._unique2(input, sorted, return_inverse, return_counts), return_inverse, return_counts)
-    return _picked(_VF.unique_dim(input, dim, sorted, return_inverse, return_counts), return_inverse, return_counts)
-
-
-def unique_consecutive(input, return_inverse: bool = False, return_counts: bool = False,
-                       dim: Optional[int] = None):
-    """The first element (slice along `dim`) of each run of equal consecutive ones; with the
-    inverse (each element's run) and/or the run lengths, a tuple."""
-    return _picked(_VF.unique_consecutive(input, return_inverse, return_counts, dim), return_inverse, return_counts)
-
-
-def _equal_bin_edges(input, bins, range):
-    # PyTorch's edges: `range`, else the data's (0 and 1 when empty), widened by 0.5 each
-    # way when they meet; then linspace in the input's dtype.
-    if isinstance(bins, bool) or not isinstance(bins, int):
-        raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
-    if bins <= 0:
-        raise RuntimeError(f"histogram(): bins must be > 0, but got {bins} for dimension 0")
-    if range is not None:
-        if len(range) != 2:
-            raise RuntimeError(f"histogram(): range should have 2 elements, but got {len(range)}")
-        lo, hi = (float(v) for v in range)
-    elif input.numel() == 0:
-        lo, hi = 0.0, 1.0
-    else:
-        lo, hi = (float(v) for v in _VF.aminmax(input.detach()))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"histogram: dimension 0's range [{lo:g}, {hi:g}] is not finite")
-    if lo > hi:
-        raise RuntimeError(f"histogram: min should not exceed max, but got min {lo:g} max {hi:g} for dimension 0")
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    return _VF.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
-
-
-def histogram(input, bins=100, *, range=None, weight=None, density: bool = False):
-    """(hist, bin_edges): the histogram of `input` over the edges `bins` (a 1-D tensor) or
-    over `bins` equal bins spanning `range` (the data's range by default); `weight` counts
-    per element, `density` divides by the total and the bin widths."""
-    if not isinstance(bins, _C.TensorBase):
-        if input.dtype not in (_C.float32, _C.float64):  # the kernel's dtype error, before aminmax
-            bins = _VF.empty(2, dtype=input.dtype)
-        else:
-            bins = _equal_bin_edges(input, bins, range)
-    elif range is not None:
-        raise TypeError("histogram(): range= is only taken with a number of bins, not with a bins tensor")
-    return _VF.histogram(input, bins, weight=weight, density=density)
-
-
-for _f in (atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, meshgrid, nonzero, unique, unique_consecutive,
-           histogram):
+for _f in (atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, meshgrid, nonzero):
     _f.__module__ = "ember"
