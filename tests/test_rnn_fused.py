@@ -175,3 +175,38 @@ def test_cuda_slot_raises_naming_op_and_device():
     states = ember.zeros(2, 4).cuda()
     with pytest.raises(NotImplementedError, match="_rnn_fused_backward: .*not implemented on cuda"):
         ember._rnn_fused_backward(states, *args, states, ember.zeros(2, 16).cuda(), [2], "GRU", False)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_composites_gradcheck_and_forward_ad(mode):
+    # The ember-ops rerun, the gradient router on its differentiable path and the tangent.
+    rng = np.random.default_rng(4)
+    sizes = [2, 2, 1]
+    args = make_args(rng, mode, sizes, I=2, H=2)
+    present = [i for i, a in enumerate(args) if a is not None]
+    weights = [args[i].requires_grad_(True) for i in present]
+
+    def with_inputs(xs):
+        full = list(args)
+        for i, x in zip(present, xs):
+            full[i] = x
+        return full
+
+    assert gradcheck(lambda *xs: ember._rnn_reference(*with_inputs(xs), sizes, mode, False), weights,
+                     check_forward_ad=True)
+    states, workspace = ember._rnn_fused(*[a.detach() if a is not None else None for a in args], sizes, mode, False)
+    grad = ember.tensor(rng.standard_normal(tuple(states.shape)), requires_grad=True)
+
+    def backward(g, *xs):
+        return [r for r in ember._rnn_backward(g, *with_inputs(xs), states, workspace, sizes, mode, False)
+                if r is not None]
+
+    assert gradcheck(backward, [grad] + weights, check_forward_ad=True)
+    tangents = [ember.tensor(rng.standard_normal(tuple(w.shape)), requires_grad=True) for w in weights]
+
+    def jvp(*ts):
+        full_t = with_inputs(ts)
+        return ember._rnn_fused_jvp(*full_t, *[a.detach() if a is not None else None for a in args], sizes, mode,
+                                    False)
+
+    assert gradcheck(jvp, tangents)

@@ -117,7 +117,7 @@ struct OverloadSpec {
   int nparams;
 };
 
-constexpr int kMaxParams = 16;
+constexpr int kMaxParams = 24;  // _rnn_fused_jvp has 19
 
 // Matches the call against each overload in turn; fills `out` with borrowed
 // objects (nullptr where the default applies) and returns the overload index.

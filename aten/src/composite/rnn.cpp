@@ -27,6 +27,7 @@
 #include "ember/ops/sum.h"
 #include "ember/ops/t.h"
 #include "ember/ops/tanh.h"
+#include "ember/ops/view.h"
 #include "ember/ops/zeros.h"
 #include "ember/rnn_layout.h"
 #include "ember/tensor.h"
@@ -95,7 +96,8 @@ Tensor _rnn_reference(const Tensor& input, const Tensor& hx, const Tensor& cx, c
 namespace {
 
 // Gradients of the ember-ops rerun with respect to each defined input, recorded (create_graph).
-// An input that does not require grad is replaced by a leaf alias so it still gets one.
+// An input that does not require grad is replaced by a leaf view of it (which keeps its
+// tangent, for forward-over-reverse) so that it still gets one.
 Inputs rerun_gradients(const Inputs& in, const Tensor& grad, const IntList& batch_sizes, const std::string& mode,
                        bool reverse, Tensor* states_out = nullptr) {
   AutoGradMode enable(true);
@@ -105,7 +107,7 @@ Inputs rerun_gradients(const Inputs& in, const Tensor& grad, const IntList& batc
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i].defined()) continue;
     if (!in[i].requires_grad()) {
-      leaves[i] = detach_copy(in[i]);
+      leaves[i] = ember::view(in[i], in[i].sizes());
       leaves[i].set_requires_grad(true);
     }
     wrt.push_back(leaves[i]);
