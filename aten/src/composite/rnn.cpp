@@ -149,7 +149,8 @@ Tensor _rnn_fused_jvp(const Tensor& input_t, const Tensor& hx_t, const Tensor& c
                       const Tensor& b_ih, const Tensor& b_hh, const Tensor& w_hr, const IntList& batch_sizes,
                       const std::string& mode, bool reverse) {
   // The tangent is linear in the tangents: its graph to them is kept when they require grad.
-  const bool record = autograd::any_requires_grad({&input_t, &hx_t, &cx_t, &w_ih_t, &w_hh_t, &b_ih_t, &b_hh_t, &w_hr_t});
+  const bool record =
+      autograd::any_requires_grad({&input_t, &hx_t, &cx_t, &w_ih_t, &w_hh_t, &b_ih_t, &b_hh_t, &w_hr_t});
   AutoGradMode enable(true);
   Inputs in{input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr};
   for (Tensor& p : in)
@@ -168,7 +169,8 @@ Tensor _rnn_fused_jvp(const Tensor& input_t, const Tensor& hx_t, const Tensor& c
     dot = dot.defined() ? ember::add(dot, term) : term;
   }
   const TensorList jt =
-      dot.defined() ? autograd::grad({dot}, {Tensor()}, {v}, record, record, /*allow_unused=*/true) : TensorList{Tensor()};
+      dot.defined() ? autograd::grad({dot}, {Tensor()}, {v}, record, record, /*allow_unused=*/true)
+                    : TensorList{Tensor()};
   return jt[0].defined() ? jt[0] : ember::zeros(v.sizes(), v.dtype(), v.device());
 }
 

@@ -305,7 +305,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> rnn_f
   const Dims d = dims_of(L, input, w_ih, w_hh, w_hr, mode);
   rnn::check_matrix(states, d.N, d.S, "states", "_rnn_fused_backward");
   rnn::check_matrix(workspace, d.N, d.W, "workspace", "_rnn_fused_backward");
-  const Tensor g = grad.defined() ? ember::contiguous(grad) : ember::zeros(states.sizes(), states.dtype(), states.device());
+  const Tensor g =
+      grad.defined() ? ember::contiguous(grad) : ember::zeros(states.sizes(), states.dtype(), states.device());
   rnn::check_matrix(g, d.N, d.S, "grad", "_rnn_fused_backward");
   const Tensor x = ember::contiguous(input), h0 = ember::contiguous(hx), c0 = cx.defined() ? ember::contiguous(cx) : cx;
   const Tensor st = ember::contiguous(states), ws = ember::contiguous(workspace);
