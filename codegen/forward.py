@@ -47,6 +47,7 @@ LINEAR_IN = {
     "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)], "upsample_bicubic2d": _ALONE,
     "_upsample_bicubic2d_backward": [("grad_output",)],
     "_sdpa_flash_jvp": [("query_t", "key_t", "value_t")],  # sdpa (issue 11)
+    "_rnn_fused_jvp": [("input_t", "hx_t", "cx_t", "w_ih_t", "w_hh_t", "b_ih_t", "b_hh_t", "w_hr_t")],  # rnn (issue 12)
     # helpers (formula.HELPERS)
     "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],

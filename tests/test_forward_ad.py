@@ -108,6 +108,8 @@ OWN_CHECKS |= {"argsort", "bucketize"}  # sort (issue 11): JVPs checked in tests
 OWN_CHECKS |= set(LOSS_CLS_CASES)  # losses-classification (issue 11): tests/test_losses_classification.py
 OWN_CHECKS |= set(LOSSREG_CASES)  # losses-regression (issue 11): tests/test_losses_regression.py
 OWN_CHECKS |= PADPOOL_JVP_CHECKED  # padpool (issue 11): JVPs checked in tests/test_padpool.py
+OWN_CHECKS |= {"_rnn_fused", "_rnn_backward", "_rnn_reference",
+               "_rnn_fused_jvp"}  # rnn (issue 12): JVPs checked in tests/test_rnn_fused.py (the tangent's own, reverse)
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -365,7 +365,7 @@ def all_benches():
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
             + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
-            + optim_benches())
+            + optim_benches() + rnn_benches())
 
 
 def loss_benches():
@@ -790,3 +790,34 @@ def optim_benches():
                   build(lambda optim, ps: optim.Adam(ps, lr=1e-6)), columns=TORCHLIKE_COLUMNS),
             Bench(section, "SGD momentum step 10M params in 100 tensors", "ms",
                   build(lambda optim, ps: optim.SGD(ps, lr=1e-6, momentum=0.9)), columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- rnn (issue 12)
+LSTM_SHAPE = {"layers": 2, "input": 256, "hidden": 256, "seq": 35, "batch": 20}  # the issue's LSTM LM, vocab-free
+
+
+def lstm_row_name():
+    d = LSTM_SHAPE
+    return f"LSTM {d['layers']}x{d['hidden']} in{d['input']} seq{d['seq']} b{d['batch']} fwd+bwd"
+
+
+def rnn_benches():
+    """Issue 12's recurrent layers: a 2-layer LSTM's forward and backward (every parameter's gradient)."""
+    d = LSTM_SHAPE
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        lib.mod.manual_seed(0)
+        lstm = lib.mod.nn.LSTM(d["input"], d["hidden"], num_layers=d["layers"])
+        x = lib.randn(d["seq"], d["batch"], d["input"])
+        grad = lib.randn(d["seq"], d["batch"], d["hidden"])
+
+        def step():
+            for p in lstm.parameters():
+                p.grad = None
+            out, _ = lstm(x)
+            out.backward(grad)
+        return step
+
+    return [Bench("rnn", lstm_row_name(), "ms", build, columns=TORCHLIKE_COLUMNS)]

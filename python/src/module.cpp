@@ -12,6 +12,7 @@
 #include "ember/forward_ad.h"
 #include "ember/parallel.h"
 #include "ember/register_kernels.h"
+#include "ember/rnn_layout.h"
 #include "python_autograd.h"
 #include "python_support.h"
 
@@ -216,6 +217,7 @@ PYBIND11_MODULE(_C, m) {
     d["sort_insertion_max"] = t::kSortInsertionMax;
     d["topk_split_line"] = t::kTopkSplitLine;
     d["topk_small_k"] = t::kTopkSmallK;
+    d["rnn_gate_grain"] = ember::rnn::kRnnGateGrain;
     return d;
   });
   python::bind_cuda(m);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ember/errors.h"
@@ -75,6 +77,16 @@ PyObject* wrap(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObjec
 inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts, PyTypeObject* type) {
   return wrap(ts, type);
 }
+// Several results as a named tuple of `type` (a plain tuple without one); takes the references.
+PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type);
+// Longer tuples of tensors (_rnn_fused_backward's eight gradients).
+template <typename... T, std::enable_if_t<(sizeof...(T) > 4), int> = 0>
+PyObject* wrap_tuple(const std::tuple<T...>& ts, PyTypeObject* type) {
+  PyObject* items[sizeof...(T)];
+  Py_ssize_t i = 0;
+  std::apply([&](const auto&... t) { ((items[i++] = wrap(t)), ...); }, ts);
+  return wrap_items(items, (Py_ssize_t)sizeof...(T), type);
+}
 
 // A generated op function: its method def (named by the op, as errors name it), the
 // ember namespace it belongs to ("" for ember itself, "linalg", ...) and its name there.
@@ -105,7 +117,7 @@ struct OverloadSpec {
   int nparams;
 };
 
-constexpr int kMaxParams = 16;
+constexpr int kMaxParams = 24;  // _rnn_fused_jvp has 19
 
 // Matches the call against each overload in turn; fills `out` with borrowed
 // objects (nullptr where the default applies) and returns the overload index.

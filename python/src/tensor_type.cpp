@@ -80,8 +80,7 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
   return out;
 }
 
-// Several results as a named tuple of `type` (a plain tuple without one); takes the references.
-static PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type) {
+PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type) {
   PyObject* out = type ? PyStructSequence_New(type) : PyTuple_New(n);
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (type) PyStructSequence_SetItem(out, i, items[i]);

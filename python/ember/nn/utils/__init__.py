@@ -10,7 +10,7 @@ from .clip_grad import (  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
-# nn.utils.rnn (PackedSequence, pad/pack) is branch i12-rnn's: `from . import rnn` and "rnn" in __all__ come with it.
+from . import rnn  # noqa: F401  (PackedSequence, pad/pack)
 
 __all__ = [
     "clip_grad_norm",
@@ -20,6 +20,7 @@ __all__ = [
     "get_total_norm",
     "parameters_to_vector",
     "remove_spectral_norm",
+    "rnn",
     "remove_weight_norm",
     "spectral_norm",
     "vector_to_parameters",
