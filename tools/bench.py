@@ -305,6 +305,9 @@ def goals(corename):
         Goal("lapack", ("linalg.inv 512", "linalg.qr 512"), "torch", "ember/torch time", "<=", 1.0,
              "no target in the issue"),
         Goal("topk short rows", ("topk 8192x1000 k=5",), "torch", "ember/torch GB/s", ">=", 1.2),
+        Goal("Adam step", ("Adam step 10M params in 100 tensors",), "torch", "ember/torch time", "<=", 0.5),
+        Goal("SGD momentum step", ("SGD momentum step 10M params in 100 tensors",), "torch", "ember/torch time", "<=",
+             0.5, "the Adam target applied to SGD"),
     ] + [Goal(row.removeprefix("train step "), (row,), "torch", "ember/torch time", "<=", 0.8) for row in MODEL_ROWS]
 
 

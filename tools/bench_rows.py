@@ -364,7 +364,8 @@ def all_benches():
             + matmul_benches() + mlp_benches() + loss_benches() + index_benches()
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
-            + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches())
+            + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
+            + optim_benches())
 
 
 def loss_benches():
@@ -761,3 +762,31 @@ def conv3d_benches():
     return [Bench("convolution (all gradients: input, weight, bias)",
                   f"conv3d {'fwd+bwd' if backward else 'fwd'} b{n} {c}->{oc} {side}^3 k{k}", "ms", build(backward),
                   columns=TORCHLIKE_COLUMNS) for backward in (False, True)]
+
+
+# ---------------------------------------------------------------- optim (issue 12)
+def optim_benches():
+    """One optimizer step over 10M float32 parameters in 100 tensors of 1e5, gradients set, state made by a
+    first step; each library's default update (ember: the C++ multi-tensor kernel; PyTorch on the CPU: its
+    single-tensor loop)."""
+    count, size = 100, 10**5
+
+    def build(make_optimizer):
+        def make(lib):
+            if lib.is_numpy:
+                return None
+            rng = np.random.default_rng(0)
+            params = [lib.mod.tensor(rng.standard_normal(size, dtype=np.float32), requires_grad=True)
+                      for _ in range(count)]
+            for p in params:
+                p.grad = lib.mod.tensor(rng.standard_normal(size, dtype=np.float32))
+            opt = make_optimizer(lib.mod.optim, params)
+            opt.step()
+            return opt.step
+        return make
+
+    section = "optim"
+    return [Bench(section, "Adam step 10M params in 100 tensors", "ms",
+                  build(lambda optim, ps: optim.Adam(ps, lr=1e-6)), columns=TORCHLIKE_COLUMNS),
+            Bench(section, "SGD momentum step 10M params in 100 tensors", "ms",
+                  build(lambda optim, ps: optim.SGD(ps, lr=1e-6, momentum=0.9)), columns=TORCHLIKE_COLUMNS)]

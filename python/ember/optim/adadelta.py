@@ -5,28 +5,20 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _closure_loss, _get_value, \
-    _restore_group_defaults, _use_grad_for_differentiable, _zero_step
+from .optimizer import (_DIFFERENTIABLE_DOC, _LOOP_FLAGS_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC, _GroupStepOptimizer,
+                        _check_lr, _check_nonnegative, _docstring, _eps_doc, _fresh_state, _get_value)
 
 __all__ = ["Adadelta", "adadelta"]
 
 
-class Adadelta(Optimizer):
-    r"""Implements the Adadelta algorithm, as PyTorch's.
-
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): coefficient that scale delta before it is applied to the parameters
-            (default: 1.0)
-        rho (float, optional): coefficient used for computing a running average of squared gradients
-            (default: 0.9)
-        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-6)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        foreach, capturable (bool, optional): accepted; the update is a loop over the tensors
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        differentiable (bool, optional): autograd records the step (default: False)
-    """
+class Adadelta(_GroupStepOptimizer):
+    __doc__ = _docstring(
+        "Implements the Adadelta algorithm, as PyTorch's.",
+        "lr (float, Tensor, optional): coefficient that scale delta before it is applied to the parameters "
+        "(default: 1.0)",
+        "rho (float, optional): coefficient used for computing a running average of squared gradients (default: 0.9)",
+        _eps_doc(1e-6), _WEIGHT_DECAY_DOC, _LOOP_FLAGS_DOC, _MAXIMIZE_DOC, _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params: Any, lr: Any = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0,
                  foreach: Optional[bool] = None, *, capturable: bool = False, maximize: bool = False,
@@ -40,33 +32,12 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
-
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _zero_step()
-                    state["square_avg"] = ember.zeros_like(p)
-                    state["acc_delta"] = ember.zeros_like(p)
-            states = [self.state[p] for p in params]
-            adadelta(params, [p.grad for p in params], [s["square_avg"] for s in states],
-                     [s["acc_delta"] for s in states], [s["step"] for s in states], lr=group["lr"],
-                     rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
-                     foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],
-                     capturable=group["capturable"])
-        return loss
+    def _update_group(self, group: dict) -> None:
+        params, states = self._with_grads(group, lambda p: _fresh_state(p, "square_avg", "acc_delta"))
+        adadelta(params, [p.grad for p in params], [s["square_avg"] for s in states], [s["acc_delta"] for s in states],
+                 [s["step"] for s in states], lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                 weight_decay=group["weight_decay"], foreach=group["foreach"], maximize=group["maximize"],
+                 differentiable=group["differentiable"], capturable=group["capturable"])
 
 
 def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, state_steps: list,

@@ -5,28 +5,22 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_fused_foreach, _check_lr, _check_nonnegative, _closure_loss, _get_value, \
-    _restore_group_defaults, _use_grad_for_differentiable, _zero_step
+from .optimizer import (_DIFFERENTIABLE_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC, _GroupStepOptimizer,
+                        _check_fused_foreach, _check_lr, _check_nonnegative, _docstring, _eps_doc, _get_value, _lr_doc,
+                        _zero_step)
 
 __all__ = ["Adagrad", "adagrad"]
 
 
-class Adagrad(Optimizer):
-    r"""Implements the Adagrad algorithm, as PyTorch's.
-
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): learning rate (default: 1e-2)
-        lr_decay (float, optional): learning rate decay (default: 0)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        initial_accumulator_value (float, optional): initial value of the sum of squares of gradients
-            (default: 0)
-        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-10)
-        foreach, fused (bool, optional): accepted; the update is a loop over the tensors
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        differentiable (bool, optional): autograd records the step (default: False)
-    """
+class Adagrad(_GroupStepOptimizer):
+    __doc__ = _docstring(
+        "Implements the Adagrad algorithm, as PyTorch's.", _lr_doc(1e-2),
+        "lr_decay (float, optional): learning rate decay (default: 0)", _WEIGHT_DECAY_DOC,
+        "initial_accumulator_value (float, optional): initial value of the sum of squares of gradients "
+        "(default: 0)", _eps_doc(1e-10),
+        "foreach, fused (bool, optional): accepted; the update is a loop of ember ops over the tensors",
+        _MAXIMIZE_DOC, _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
     def __init__(self, params: Any, lr: Any = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: Optional[bool] = None, *,
@@ -44,13 +38,7 @@ class Adagrad(Optimizer):
         # Adagrad's state exists from the start (its sum starts at initial_accumulator_value).
         for group in self.param_groups:
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = _zero_step()
-                state["sum"] = ember.full_like(p, initial_accumulator_value)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
+                self.state[p].update(step=_zero_step(), sum=ember.full_like(p, initial_accumulator_value))
 
     def share_memory(self) -> None:
         """Calls tensor.share_memory_() on the state sum tensors."""
@@ -58,21 +46,12 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self.state[p]["sum"].share_memory_()
 
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            adagrad(params, [p.grad for p in params], [self.state[p]["sum"] for p in params],
-                    [self.state[p]["step"] for p in params], lr=group["lr"], weight_decay=group["weight_decay"],
-                    lr_decay=group["lr_decay"], eps=group["eps"], foreach=group["foreach"],
-                    maximize=group["maximize"], differentiable=group["differentiable"], fused=group["fused"])
-        return loss
+    def _update_group(self, group: dict) -> None:
+        params, states = self._with_grads(group, lambda p: {})  # made in __init__
+        adagrad(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],
+                lr=group["lr"], weight_decay=group["weight_decay"], lr_decay=group["lr_decay"], eps=group["eps"],
+                foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],
+                fused=group["fused"])
 
 
 def adagrad(params: list, grads: list, state_sums: list, state_steps: list, fused: Optional[bool] = None,

@@ -5,8 +5,11 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_betas, _check_fused_foreach, _check_lr, _check_nonnegative, _closure_loss, \
-    _get_value, _restore_group_defaults, _to_scalar, _use_grad_for_differentiable, _use_multi_tensor, _zero_step
+from .. import _C
+from .optimizer import (_BETAS_DOC, _DIFFERENTIABLE_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC, _GroupStepOptimizer,
+                        _check_adam_args, _check_fused_foreach, _docstring, _eps_doc, _fresh_state, _get_value, _lr_doc,
+                        _to_scalar, _use_multi_tensor)
+from .sgd import _FUSED_DOC
 
 __all__ = ["Adam", "adam"]
 
@@ -17,24 +20,14 @@ def _as_number(x: Any) -> Any:
     return x.item() if isinstance(x, ember.Tensor) else x
 
 
-class Adam(Optimizer):
-    r"""Implements the Adam algorithm, as PyTorch's.
-
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): learning rate (default: 1e-3)
-        betas (tuple[float, float], optional): coefficients used for computing running averages of gradient
-            and its square (default: (0.9, 0.999))
-        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-8)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        decoupled_weight_decay (bool, optional): if True, this optimizer is equivalent to AdamW
-        amsgrad (bool, optional): whether to use the AMSGrad variant (default: False)
-        foreach, fused (bool, optional): the multi-tensor C++ update (default None: on for CPU tensors)
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        capturable (bool, optional): accepted for compatibility (default: False)
-        differentiable (bool, optional): autograd records the step (default: False)
-    """
+class Adam(_GroupStepOptimizer):
+    __doc__ = _docstring(
+        "Implements the Adam algorithm, as PyTorch's.", _lr_doc(1e-3), _BETAS_DOC, _eps_doc(1e-8), _WEIGHT_DECAY_DOC,
+        "decoupled_weight_decay (bool, optional): if True, this optimizer is equivalent to AdamW",
+        "amsgrad (bool, optional): whether to use the AMSGrad variant of this algorithm (default: False)",
+        _FUSED_DOC, _MAXIMIZE_DOC, "capturable (bool, optional): accepted (default: False)", _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                           decoupled_weight_decay=False, fused=None)
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: Optional[bool] = None,
@@ -42,10 +35,7 @@ class Adam(Optimizer):
                  fused: Optional[bool] = None, decoupled_weight_decay: bool = False) -> None:
         if isinstance(lr, ember.Tensor) and foreach and not capturable:
             raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
-        _check_lr(lr)
-        _check_nonnegative("epsilon", eps)
-        _check_betas(betas)
-        _check_nonnegative("weight_decay", weight_decay)
+        _check_adam_args(lr, eps, betas, weight_decay)
         if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, ember.Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
         for i, beta in enumerate(betas[:2]):
@@ -61,58 +51,20 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, amsgrad=False, maximize=False, foreach=None, capturable=False,
-                                differentiable=False, decoupled_weight_decay=False, fused=None)
-
-    def _init_group(self, group: dict, params: list, grads: list, exp_avgs: list, exp_avg_sqs: list,
-                    max_exp_avg_sqs: list, state_steps: list) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:  # lazy state initialization
-                state["step"] = _zero_step()
-                state["exp_avg"] = ember.zeros_like(p)
-                state["exp_avg_sq"] = ember.zeros_like(p)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = ember.zeros_like(p)
-            exp_avgs.append(state["exp_avg"])
-            exp_avg_sqs.append(state["exp_avg_sq"])
-            if group["amsgrad"]:
-                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
-            if group["differentiable"] and state["step"].requires_grad:
-                raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
-            if group["foreach"] and isinstance(group["lr"], ember.Tensor) and not group["capturable"]:
-                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
-            state_steps.append(state["step"])
-
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params: list = []
-            grads: list = []
-            exp_avgs: list = []
-            exp_avg_sqs: list = []
-            max_exp_avg_sqs: list = []
-            state_steps: list = []
-            beta1, beta2 = group["betas"]
-            self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
-            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=group["amsgrad"],
-                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
-                 maximize=group["maximize"], foreach=group["foreach"], capturable=group["capturable"],
-                 differentiable=group["differentiable"], fused=group["fused"],
-                 decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+    def _update_group(self, group: dict) -> None:
+        moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+        params, states = self._with_grads(group, lambda p: _fresh_state(p, *moments))
+        if group["differentiable"] and any(s["step"].requires_grad for s in states):
+            raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
+        if params and group["foreach"] and isinstance(group["lr"], ember.Tensor) and not group["capturable"]:
+            raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        beta1, beta2 = group["betas"]
+        adam(params, [p.grad for p in params], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+             [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else [], [s["step"] for s in states],
+             amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+             eps=group["eps"], maximize=group["maximize"], foreach=group["foreach"], capturable=group["capturable"],
+             differentiable=group["differentiable"], fused=group["fused"],
+             decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
 def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list, state_steps: list,
@@ -126,10 +78,25 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
                   weight_decay=weight_decay, eps=eps, maximize=maximize,
                   decoupled_weight_decay=decoupled_weight_decay)
     if params and _use_multi_tensor("_fused_adam", params + grads, foreach, fused, differentiable):
-        ember._fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [], state_steps,
-                          **kwargs)
+        _C._fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [], state_steps,
+                       **kwargs)
     else:
         _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, **kwargs)
+
+
+def _decay_and_update_moments(param: ember.Tensor, grad: ember.Tensor, exp_avg: ember.Tensor,
+                              exp_avg_sq: ember.Tensor, *, lr: float, weight_decay: float, decoupled: bool,
+                              beta1: float, beta2: float) -> ember.Tensor:
+    """The Adam family's weight decay (decoupled: on the parameter; else added to the gradient, which is
+    returned) and moving averages of the gradient and its square, op for op as PyTorch's."""
+    if weight_decay != 0:
+        if decoupled:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    return grad
 
 
 def _single_tensor_adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list,
@@ -140,13 +107,8 @@ def _single_tensor_adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: 
         grad = grads[i] if not maximize else -grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t += 1
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        _decay_and_update_moments(param, grad, exp_avg, exp_avg_sq, lr=lr, weight_decay=weight_decay,
+                                  decoupled=decoupled_weight_decay, beta1=beta1, beta2=beta2)
         step = _get_value(step_t)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step

@@ -5,66 +5,33 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_betas, _check_lr, _check_nonnegative, _closure_loss, _get_value, \
-    _restore_group_defaults, _use_grad_for_differentiable, _zero_step
+from .optimizer import (_BETAS_DOC, _DIFFERENTIABLE_DOC, _LOOP_FLAGS_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC,
+                        _GroupStepOptimizer, _check_adam_args, _docstring, _eps_doc, _fresh_state, _get_value, _lr_doc)
 
 __all__ = ["Adamax", "adamax"]
 
 
-class Adamax(Optimizer):
-    r"""Implements the Adamax algorithm (a variant of Adam based on infinity norm), as PyTorch's.
-
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): learning rate (default: 2e-3)
-        betas (tuple[float, float], optional): coefficients used for computing running averages of gradient
-            and its square (default: (0.9, 0.999))
-        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-8)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        foreach, capturable (bool, optional): accepted; the update is a loop over the tensors
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        differentiable (bool, optional): autograd records the step (default: False)
-    """
+class Adamax(_GroupStepOptimizer):
+    __doc__ = _docstring("Implements the Adamax algorithm (a variant of Adam based on infinity norm), as PyTorch's.",
+                         _lr_doc(2e-3), _BETAS_DOC, _eps_doc(1e-8), _WEIGHT_DECAY_DOC, _LOOP_FLAGS_DOC, _MAXIMIZE_DOC,
+                         _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params: Any, lr: Any = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: Optional[bool] = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        _check_lr(lr)
-        _check_nonnegative("epsilon", eps)
-        _check_betas(betas)
-        _check_nonnegative("weight_decay", weight_decay)
+        _check_adam_args(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
-
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _zero_step()
-                    state["exp_avg"] = ember.zeros_like(p)
-                    state["exp_inf"] = ember.zeros_like(p)
-            states = [self.state[p] for p in params]
-            beta1, beta2 = group["betas"]
-            adamax(params, [p.grad for p in params], [s["exp_avg"] for s in states], [s["exp_inf"] for s in states],
-                   [s["step"] for s in states], eps=group["eps"], beta1=beta1, beta2=beta2, lr=group["lr"],
-                   weight_decay=group["weight_decay"], foreach=group["foreach"], maximize=group["maximize"],
-                   differentiable=group["differentiable"], capturable=group["capturable"])
-        return loss
+    def _update_group(self, group: dict) -> None:
+        params, states = self._with_grads(group, lambda p: _fresh_state(p, "exp_avg", "exp_inf"))
+        beta1, beta2 = group["betas"]
+        adamax(params, [p.grad for p in params], [s["exp_avg"] for s in states], [s["exp_inf"] for s in states],
+               [s["step"] for s in states], eps=group["eps"], beta1=beta1, beta2=beta2, lr=group["lr"],
+               weight_decay=group["weight_decay"], foreach=group["foreach"], maximize=group["maximize"],
+               differentiable=group["differentiable"], capturable=group["capturable"])
 
 
 def adamax(params: list, grads: list, exp_avgs: list, exp_infs: list, state_steps: list,

@@ -35,7 +35,7 @@ _FUSED_DTYPES = (ember.float32, ember.float64, ember.float16, ember.bfloat16)
 def _typename(obj: Any) -> str:
     """torch.typename: a tensor's legacy type ('ember.FloatTensor'), else the qualified class name."""
     if isinstance(obj, ember.Tensor):
-        return obj.type()
+        return str(obj.type())
     cls = type(obj)
     module = getattr(cls, "__module__", "") or ""
     name = getattr(cls, "__qualname__", cls.__name__)
@@ -107,6 +107,12 @@ def _zero_step() -> ember.Tensor:
     return ember.tensor(0.0, dtype=ember.float32)
 
 
+def _fresh_state(p: ember.Tensor, *names: str, **extra: Any) -> dict:
+    """A parameter's first state, in PyTorch's key order: a zero step, `extra`, then zeros like `p`
+    under each name."""
+    return dict(step=_zero_step(), **extra, **{name: ember.zeros_like(p) for name in names})
+
+
 def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     """Registers a pre hook run before every optimizer's step: hook(optimizer, args, kwargs)."""
     handle = RemovableHandle(_global_optimizer_pre_hooks)
@@ -158,6 +164,13 @@ class Optimizer:
         defaults (dict): a dict containing default values of optimization options (used when a parameter
             group doesn't specify them).
     """
+
+    _optimizer_step_pre_hooks: OrderedDict
+    _optimizer_step_post_hooks: OrderedDict
+    _optimizer_state_dict_pre_hooks: OrderedDict
+    _optimizer_state_dict_post_hooks: OrderedDict
+    _optimizer_load_state_dict_pre_hooks: OrderedDict
+    _optimizer_load_state_dict_post_hooks: OrderedDict
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -405,14 +418,76 @@ def _closure_loss(closure: Optional[Callable[[], Any]]) -> Any:
         return closure()
 
 
-def _restore_group_defaults(optimizer: Optimizer, tensor_keys: tuple = ("step",), **defaults: Any) -> None:
-    """__setstate__ of an older pickle: options it lacks take these defaults; numbers in `tensor_keys`
-    of the state become 0-d float32 tensors, as PyTorch keeps steps."""
-    for group in optimizer.param_groups:
-        for key, value in defaults.items():
-            group.setdefault(key, value)
-        for p in group["params"]:
-            p_state = optimizer.state.get(p, {})
-            for key in tensor_keys:
-                if key in p_state and not isinstance(p_state[key], ember.Tensor):
-                    p_state[key] = ember.tensor(float(p_state[key]), dtype=ember.float32)
+class _GroupStepOptimizer(Optimizer):
+    """An optimizer whose step updates each parameter group in turn (`_update_group`). `_group_defaults`
+    fill options an older pickle lacks; numbers under `_tensor_state_keys` become 0-d float32 tensors."""
+
+    _group_defaults: dict = {}
+    _tensor_state_keys: tuple = ("step",)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
+            for p in group["params"]:
+                p_state = self.state.get(p, {})
+                for key in self._tensor_state_keys:
+                    if key in p_state and not isinstance(p_state[key], ember.Tensor):
+                        p_state[key] = ember.tensor(float(p_state[key]), dtype=ember.float32)
+
+    @_use_grad_for_differentiable
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs a single optimization step.
+
+        Args:
+            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
+        """
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _with_grads(self, group: dict[str, Any], init: Callable[[ember.Tensor], dict]) -> tuple[list, list]:
+        """The group's parameters that have a gradient and their states (filled by init(p) when empty)."""
+        params = [p for p in group["params"] if p.grad is not None]
+        states = [self.state[p] for p in params]
+        for p, state in zip(params, states):
+            if len(state) == 0:
+                state.update(init(p))
+        return params, states
+
+
+# Docstrings: the arguments every optimizer shares, worded as PyTorch's.
+_PARAMS_DOC = ("params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts "
+               "defining parameter groups")
+_BETAS_DOC = ("betas (tuple[float, float], optional): coefficients used for computing running averages of gradient "
+              "and its square (default: (0.9, 0.999))")
+_WEIGHT_DECAY_DOC = "weight_decay (float, optional): weight decay (L2 penalty) (default: 0)"
+_LOOP_FLAGS_DOC = "foreach, capturable (bool, optional): accepted; the update is a loop of ember ops over the tensors"
+_MAXIMIZE_DOC = "maximize (bool, optional): maximize the objective with respect to the params, instead of minimizing"
+_DIFFERENTIABLE_DOC = "differentiable (bool, optional): whether autograd should occur through the optimizer step"
+
+
+def _lr_doc(default: float) -> str:
+    return f"lr (float, Tensor, optional): learning rate (default: {default})"
+
+
+def _eps_doc(default: float) -> str:
+    return f"eps (float, optional): term added to the denominator to improve numerical stability (default: {default})"
+
+
+def _docstring(summary: str, *args: str) -> str:
+    """An optimizer's docstring: the summary, then `params` and the given arguments."""
+    return "\n".join([summary, "", "Args:"] + ["    " + a for a in (_PARAMS_DOC,) + args])
+
+
+def _check_adam_args(lr: Any, eps: float, betas: Any, weight_decay: float) -> None:
+    """The checks of the Adam family, in PyTorch's order."""
+    _check_lr(lr)
+    _check_nonnegative("epsilon", eps)
+    _check_betas(betas)
+    _check_nonnegative("weight_decay", weight_decay)

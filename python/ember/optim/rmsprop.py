@@ -5,29 +5,21 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _closure_loss, _get_value, \
-    _restore_group_defaults, _use_grad_for_differentiable, _zero_step
+from .optimizer import (_DIFFERENTIABLE_DOC, _LOOP_FLAGS_DOC, _MAXIMIZE_DOC, _WEIGHT_DECAY_DOC, _GroupStepOptimizer,
+                        _check_lr, _check_nonnegative, _docstring, _eps_doc, _get_value, _lr_doc, _zero_step)
 
 __all__ = ["RMSprop", "rmsprop"]
 
 
-class RMSprop(Optimizer):
-    r"""Implements the RMSprop algorithm, as PyTorch's.
-
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): learning rate (default: 1e-2)
-        alpha (float, optional): smoothing constant (default: 0.99)
-        eps (float, optional): term added to the denominator to improve numerical stability (default: 1e-8)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        momentum (float, optional): momentum factor (default: 0)
-        centered (bool, optional): if ``True``, compute the centered RMSProp, the gradient is normalized by an
-            estimation of its variance
-        capturable, foreach (bool, optional): accepted; the update is a loop over the tensors
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        differentiable (bool, optional): autograd records the step (default: False)
-    """
+class RMSprop(_GroupStepOptimizer):
+    __doc__ = _docstring(
+        "Implements the RMSprop algorithm, as PyTorch's.", _lr_doc(1e-2),
+        "alpha (float, optional): smoothing constant (default: 0.99)", _eps_doc(1e-8), _WEIGHT_DECAY_DOC,
+        "momentum (float, optional): momentum factor (default: 0)",
+        "centered (bool, optional): if True, compute the centered RMSProp, the gradient is normalized by an "
+        "estimation of its variance", _LOOP_FLAGS_DOC, _MAXIMIZE_DOC, _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                           capturable=False)
 
     def __init__(self, params: Any, lr: Any = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
@@ -42,55 +34,23 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False,
-                                differentiable=False, capturable=False)
-
-    def _init_group(self, group: dict, params: list, grads: list, square_avgs: list, momentum_buffer_list: list,
-                    grad_avgs: list, state_steps: list) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _zero_step()
-                state["square_avg"] = ember.zeros_like(p)
-                if group["momentum"] > 0:
-                    state["momentum_buffer"] = ember.zeros_like(p)
-                if group["centered"]:
-                    state["grad_avg"] = ember.zeros_like(p)
-            square_avgs.append(state["square_avg"])
-            state_steps.append(state["step"])
+    def _update_group(self, group: dict) -> None:
+        def init(p: ember.Tensor) -> dict:
+            state = {"step": _zero_step(), "square_avg": ember.zeros_like(p)}
             if group["momentum"] > 0:
-                momentum_buffer_list.append(state["momentum_buffer"])
+                state["momentum_buffer"] = ember.zeros_like(p)
             if group["centered"]:
-                grad_avgs.append(state["grad_avg"])
+                state["grad_avg"] = ember.zeros_like(p)
+            return state
 
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params: list = []
-            grads: list = []
-            square_avgs: list = []
-            grad_avgs: list = []
-            momentum_buffer_list: list = []
-            state_steps: list = []
-            self._init_group(group, params, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps)
-            rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr=group["lr"],
-                    alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
-                    momentum=group["momentum"], centered=group["centered"], foreach=group["foreach"],
-                    maximize=group["maximize"], differentiable=group["differentiable"],
-                    capturable=group["capturable"])
-        return loss
+        params, states = self._with_grads(group, init)
+        rmsprop(params, [p.grad for p in params], [s["square_avg"] for s in states],
+                [s["grad_avg"] for s in states] if group["centered"] else [],
+                [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else [],
+                [s["step"] for s in states], lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                weight_decay=group["weight_decay"], momentum=group["momentum"], centered=group["centered"],
+                foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],
+                capturable=group["capturable"])
 
 
 def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momentum_buffer_list: list,

@@ -5,28 +5,25 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import Optimizer, _check_fused_foreach, _check_lr, _check_nonnegative, _closure_loss, \
-    _restore_group_defaults, _to_scalar, _use_grad_for_differentiable, _use_multi_tensor
+from .. import _C
+from .optimizer import (_DIFFERENTIABLE_DOC, _MAXIMIZE_DOC, _GroupStepOptimizer, _check_fused_foreach, _check_lr,
+                        _check_nonnegative, _docstring, _lr_doc, _to_scalar, _use_multi_tensor)
 
 __all__ = ["SGD", "sgd"]
 
+_FUSED_DOC = ("foreach, fused (bool, optional): the C++ multi-tensor update of the group's CPU tensors, the default "
+              "(None); foreach=False runs a loop of ember ops")
 
-class SGD(Optimizer):
-    r"""Implements stochastic gradient descent (optionally with momentum), as PyTorch's.
 
-    Args:
-        params (iterable): iterable of parameters or named_parameters to optimize or iterable of dicts
-            defining parameter groups
-        lr (float, Tensor, optional): learning rate (default: 1e-3)
-        momentum (float, optional): momentum factor (default: 0)
-        dampening (float, optional): dampening for momentum (default: 0)
-        weight_decay (float, optional): weight decay (L2 penalty) (default: 0)
-        nesterov (bool, optional): enables Nesterov momentum (default: False)
-        maximize (bool, optional): maximize the objective instead of minimizing (default: False)
-        foreach (bool, optional): the multi-tensor C++ update (default None: on for CPU tensors)
-        differentiable (bool, optional): autograd records the step (default: False)
-        fused (bool, optional): the multi-tensor C++ update (default: None)
-    """
+class SGD(_GroupStepOptimizer):
+    __doc__ = _docstring(
+        "Implements stochastic gradient descent (optionally with momentum), as PyTorch's.", _lr_doc(1e-3),
+        "momentum (float, optional): momentum factor (default: 0)",
+        "dampening (float, optional): dampening for momentum (default: 0)",
+        "weight_decay (float, optional): weight decay (L2 penalty) (default: 0)",
+        "nesterov (bool, optional): enables Nesterov momentum (default: False)", _MAXIMIZE_DOC, _FUSED_DOC,
+        _DIFFERENTIABLE_DOC)
+    _group_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def __init__(self, params: Any, lr: Any = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -42,39 +39,15 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        _restore_group_defaults(self, nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
-
-    def _init_group(self, group: dict, params: list, grads: list, momentum_buffer_list: list) -> None:
-        for p in group["params"]:
-            if p.grad is not None:
-                params.append(p)
-                grads.append(p.grad)
-                if group["momentum"] != 0:
-                    momentum_buffer_list.append(self.state[p].get("momentum_buffer"))
-
-    @_use_grad_for_differentiable
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step.
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params: list = []
-            grads: list = []
-            momentum_buffer_list: list = []
-            self._init_group(group, params, grads, momentum_buffer_list)
-            sgd(params, grads, momentum_buffer_list, weight_decay=group["weight_decay"],
-                momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
-                nesterov=group["nesterov"], maximize=group["maximize"], foreach=group["foreach"],
-                fused=group["fused"], differentiable=group["differentiable"])
-            if group["momentum"] != 0:
-                for p, buf in zip(params, momentum_buffer_list):
-                    self.state[p]["momentum_buffer"] = buf
-        return loss
+    def _update_group(self, group: dict) -> None:
+        params = [p for p in group["params"] if p.grad is not None]
+        momentum_buffer_list = [self.state[p].get("momentum_buffer") for p in params] if group["momentum"] else []
+        sgd(params, [p.grad for p in params], momentum_buffer_list, weight_decay=group["weight_decay"],
+            momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+            maximize=group["maximize"], foreach=group["foreach"], fused=group["fused"],
+            differentiable=group["differentiable"])
+        for p, buf in zip(params, momentum_buffer_list):
+            self.state[p]["momentum_buffer"] = buf
 
 
 def sgd(params: list, d_p_list: list, momentum_buffer_list: list, *, weight_decay: float, momentum: float,
@@ -118,6 +91,6 @@ def _multi_tensor_sgd(params: list, grads: list, momentum_buffer_list: list, *, 
             if buf is None:
                 momentum_buffer_list[i] = ember.empty_like(params[i])
                 fresh.append(i)
-    ember._fused_sgd(params, grads, momentum_buffer_list if momentum != 0 else [], fresh,
-                     weight_decay=weight_decay, momentum=momentum, lr=lr, dampening=dampening, nesterov=nesterov,
-                     maximize=maximize)
+    _C._fused_sgd(params, grads, momentum_buffer_list if momentum != 0 else [], fresh,
+                  weight_decay=weight_decay, momentum=momentum, lr=lr, dampening=dampening, nesterov=nesterov,
+                  maximize=maximize)
