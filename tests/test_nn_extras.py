@@ -375,3 +375,110 @@ def test_nn_grad_matches_autograd(dims, stride, padding, dilation, groups):
         tg = getattr(torch.nn.grad, name + "_weight")(torch.tensor(x.detach().numpy()), w.shape,
                                                       torch.tensor(g.numpy()), stride, padding, dilation, groups)
         np.testing.assert_allclose(got_w.numpy(), tg.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def np_bilinear_zeros(x, grid):
+    """Loop reference of grid_sample(bilinear, zeros, align_corners=False) on one (C, H, W) image."""
+    c, h, w = x.shape
+    out = np.zeros((c,) + grid.shape[:2])
+    for i, j in np.ndindex(*grid.shape[:2]):
+        ix, iy = ((grid[i, j, 0] + 1) * w - 1) / 2, ((grid[i, j, 1] + 1) * h - 1) / 2
+        x0, y0 = int(np.floor(ix)), int(np.floor(iy))
+        for yy, xx in itertools.product((y0, y0 + 1), (x0, x0 + 1)):
+            if 0 <= yy < h and 0 <= xx < w:
+                out[:, i, j] += x[:, yy, xx] * (1 - abs(ix - xx)) * (1 - abs(iy - yy))
+    return out
+
+
+def test_grid_sample_matches_loops_and_identity():
+    x = values((2, 3, 5, 6))
+    grid = np.random.default_rng(4).uniform(-1.2, 1.2, (2, 4, 3, 2))
+    out = F.grid_sample(t64(x), t64(grid), align_corners=False)
+    for b in range(2):
+        np.testing.assert_allclose(out.numpy()[b], np_bilinear_zeros(x[b], grid[b]), rtol=1e-12, atol=1e-12)
+    theta = t64(np.tile(np.eye(2, 3), (2, 1, 1)))  # the identity transform samples every pixel centre
+    for ac in (False, True):
+        ident = F.affine_grid(theta, (2, 3, 5, 6), align_corners=ac)
+        for mode in ("bilinear", "nearest", "bicubic"):
+            np.testing.assert_allclose(F.grid_sample(t64(x), ident, mode, align_corners=ac).numpy(), x, atol=1e-12)
+    ident3 = F.affine_grid(t64(np.tile(np.eye(3, 4), (1, 1, 1))), (1, 2, 3, 4, 5), align_corners=False)
+    x3 = values((1, 2, 3, 4, 5))
+    np.testing.assert_allclose(F.grid_sample(t64(x3), ident3, align_corners=False).numpy(), x3, atol=1e-12)
+    # border clamps to the edge pixel; reflection mirrors about the edge (align_corners: the corner centres)
+    far = t64(np.array([[[[3.0, 0.0]]]]))
+    row = t64(np.arange(4.0).reshape(1, 1, 1, 4))
+    assert F.grid_sample(row, far, padding_mode="border", align_corners=True).item() == 3.0
+    assert F.grid_sample(row, far, padding_mode="zeros", align_corners=True).item() == 0.0
+    assert F.grid_sample(row, t64([[[[1.0 + 2 / 3, 0.0]]]]), padding_mode="reflection",
+                         align_corners=True).item() == pytest.approx(2.0)
+
+
+def test_grid_sample_gradients():
+    x = t64(values((1, 2, 4, 5)), True)
+    grid = t64(np.random.default_rng(6).uniform(-1.1, 1.1, (1, 3, 2, 2)), True)
+    for mode, padding in (("bilinear", "zeros"), ("bilinear", "reflection"), ("bicubic", "border")):
+        assert gradcheck(lambda x, g: F.grid_sample(x, g, mode, padding, align_corners=False), (x, grid))
+    x3 = t64(values((1, 1, 3, 3, 4)), True)
+    grid3 = t64(np.random.default_rng(7).uniform(-0.9, 0.9, (1, 2, 2, 1, 3)), True)
+    assert gradcheck(lambda x, g: F.grid_sample(x, g, align_corners=True), (x3, grid3))
+    theta = t64(values((2, 2, 3)), True)
+    assert gradcheck(lambda t: F.affine_grid(t, (2, 1, 3, 4), align_corners=False), (theta,))
+
+
+@needs_torch
+@pytest.mark.parametrize("dims,mode,padding_mode,align_corners", [  # bicubic is 2-D only (an error, checked below)
+    case for case in itertools.product([2, 3], ["bilinear", "nearest", "bicubic"], ["zeros", "border", "reflection"],
+                                       [False, True]) if case[:2] != (3, "bicubic")])
+def test_grid_sample_matches_torch(dims, mode, padding_mode, align_corners):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3) + (5, 6, 7)[3 - dims:])
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 3) + (5,) * (dims - 2) + (dims,))
+    xe, ge = t64(x, True), t64(grid, True)
+    xt, gt = torch.tensor(x, requires_grad=True), torch.tensor(grid, requires_grad=True)
+    out = F.grid_sample(xe, ge, mode, padding_mode, align_corners)
+    ref = TF.grid_sample(xt, gt, mode, padding_mode, align_corners)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    w = rng.standard_normal(ref.shape)
+    (out * t64(w)).sum().backward()
+    (ref * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    grid_grad = np.zeros_like(grid) if ge.grad is None else ge.grad.numpy()  # nearest: no grid gradient
+    np.testing.assert_allclose(grid_grad, 0 if gt.grad is None else gt.grad.numpy(), rtol=1e-8, atol=1e-10)
+    theta = rng.standard_normal((2, dims, dims + 1))
+    size = (2, 3) + (4, 5, 6)[3 - dims:]
+    np.testing.assert_allclose(F.affine_grid(t64(theta), size, align_corners).numpy(),
+                               TF.affine_grid(torch.tensor(theta), size, align_corners).numpy(), rtol=1e-12)
+
+
+GRID_BAD = [
+    (lambda m: m.grid_sample(m.zeros(2, 3, 4, 5), m.zeros(2, 3, 3, 1), align_corners=False)),
+    (lambda m: m.grid_sample(m.zeros(2, 3, 4, 5), m.zeros(1, 3, 3, 2), align_corners=False)),
+    (lambda m: m.grid_sample(m.zeros(2, 3, 0, 5), m.zeros(2, 3, 3, 2), align_corners=False)),
+    (lambda m: m.grid_sample(m.zeros(2, 3, 1, 4, 5), m.zeros(2, 3, 3, 3, 3), "bicubic", align_corners=False)),
+    (lambda m: m.grid_sample(m.zeros(2, 3, 4, 5), m.zeros(2, 3, 3, 2), "linear", align_corners=False)),
+    (lambda m: m.grid_sample(m.zeros(2, 3, 4, 5), m.zeros(2, 3, 3, 2), padding_mode="same", align_corners=False)),
+    (lambda m: m.affine_grid(m.zeros(2, 2, 3), (2, 3, 0, 4), align_corners=False)),
+    (lambda m: m.affine_grid(m.zeros(2, 3, 3), (2, 3, 4, 4), align_corners=False)),
+    (lambda m: m.affine_grid(m.zeros(2, 2, 3), (2, 3, 4), align_corners=False)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("call", GRID_BAD)
+def test_grid_errors_match_torch(call):
+    class Lib:  # the library's zeros and functional namespace under one name
+        def __init__(self, lib, functional):
+            self.zeros, self.grid_sample, self.affine_grid = lib.zeros, functional.grid_sample, functional.affine_grid
+
+    with pytest.raises(Exception) as expected:
+        call(Lib(torch, TF))
+    with pytest.raises(type(expected.value)) as got:
+        call(Lib(ember, F))
+    assert str(got.value) == str(expected.value).replace("torch.Size", "ember.Size")
+
+
+def test_grid_sample_warns_without_align_corners():
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior has changed"):
+        F.affine_grid(t64(np.tile(np.eye(2, 3), (1, 1, 1))), (1, 1, 2, 2))
+    with pytest.raises(ValueError, match="Expected theta to have floating point type"):
+        F.affine_grid(ember.zeros(1, 2, 3, dtype=ember.int64), (1, 1, 2, 2), align_corners=False)

@@ -758,3 +758,7 @@ from ._functional_extras import __all__ as _extras_names  # noqa: E402
 
 __all__ += _extras_names
 from . import grad  # noqa: E402,F401  (F.grad is torch.nn.grad, as in PyTorch)
+
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402,F401  (composites, in their own file)
+
+__all__ += ["affine_grid", "grid_sample"]
