@@ -482,3 +482,79 @@ def test_grid_sample_warns_without_align_corners():
         F.affine_grid(t64(np.tile(np.eye(2, 3), (1, 1, 1))), (1, 1, 2, 2))
     with pytest.raises(ValueError, match="Expected theta to have floating point type"):
         F.affine_grid(ember.zeros(1, 2, 3, dtype=ember.int64), (1, 1, 2, 2), align_corners=False)
+
+
+def _adaptive_pair(seed=0):
+    """An ember AdaptiveLogSoftmaxWithLoss (float64) and its parameters as NumPy arrays."""
+    ember.manual_seed(seed)
+    asm = nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10], div_value=2.0, head_bias=True).double()
+    return asm, {k: v.detach().numpy().copy() for k, v in asm.state_dict().items()}
+
+
+def np_log_softmax(z):
+    z = z - z.max(1, keepdims=True)
+    return z - np.log(np.exp(z).sum(1, keepdims=True))
+
+
+def test_adaptive_log_softmax_matches_numpy():
+    asm, p = _adaptive_pair()
+    x = values((6, 8))
+    target = np.array([0, 3, 4, 9, 10, 19])
+    head = np_log_softmax(x @ p["head.weight"].T + p["head.bias"])
+    full = [head[:, :4]]
+    for i in range(2):
+        hidden = x @ p[f"tail.{i}.0.weight"].T @ p[f"tail.{i}.1.weight"].T
+        full.append(np_log_softmax(hidden) + head[:, 4 + i:5 + i])
+    full = np.concatenate(full, 1)
+    log_prob = asm.log_prob(t64(x))
+    np.testing.assert_allclose(log_prob.detach().numpy(), full, rtol=1e-12)
+    np.testing.assert_allclose(np.exp(full).sum(1), 1.0, rtol=1e-12)
+    out, loss = asm(t64(x), ember.tensor(target))
+    np.testing.assert_allclose(out.detach().numpy(), full[np.arange(6), target], rtol=1e-12)
+    assert loss.item() == pytest.approx(-full[np.arange(6), target].mean(), rel=1e-12)
+    np.testing.assert_array_equal(asm.predict(t64(x)).numpy(), full.argmax(1))
+    single = asm(t64(x[2]), ember.tensor(target[2]))
+    assert single.output.dim() == 0 and single.output.item() == pytest.approx(full[2, target[2]], rel=1e-12)
+
+
+@needs_torch
+def test_adaptive_log_softmax_matches_torch():
+    asm, p = _adaptive_pair(1)
+    ref = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10], div_value=2.0, head_bias=True).double()
+    ref.load_state_dict({k: torch.tensor(v) for k, v in p.items()})
+    assert repr(asm) == repr(ref)
+    x = values((7, 8), seed=2) * 3
+    target = np.array([0, 12, 4, 9, 19, 3, 15])
+    xe, xt = t64(x, True), torch.tensor(x, requires_grad=True)
+    out, loss = asm(xe, ember.tensor(target))
+    rout, rloss = ref(xt, torch.tensor(target))
+    np.testing.assert_allclose(out.detach().numpy(), rout.detach().numpy(), rtol=1e-12)
+    loss.backward()
+    rloss.backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-14)
+    for (name, param), (_, rparam) in zip(asm.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(param.grad.numpy(), rparam.grad.numpy(), rtol=1e-10, atol=1e-14, err_msg=name)
+    np.testing.assert_array_equal(asm.predict(t64(x)).numpy(), ref.predict(torch.tensor(x)).numpy())
+
+
+@pytest.mark.parametrize("build,call,error,message", [
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, []), None, ValueError,
+     "cutoffs should be a sequence of length larger than 0"),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 4]), None, ValueError,
+     "cutoffs should be a sequence of unique, positive integers sorted in an increasing order, where each value is "
+     "between 1 and n_classes-1"),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 20]), None, ValueError, "cutoffs should be a sequence"),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4]), lambda m: m(ember.zeros(3, 8), ember.tensor([0, 1])),
+     RuntimeError, "Input and target should have the same size in the batch dimension."),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4]), lambda m: m(ember.zeros(2, 8), ember.tensor([0, 20])),
+     RuntimeError, "Target values should be in [0, 19], but values in range [0, 20] were found. "),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4]), lambda m: m(ember.zeros(2, 8), ember.zeros(2, 1).long()),
+     RuntimeError, "0D or 1D target tensor expected, multi-target not supported"),
+    (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4]), lambda m: m(ember.zeros(2, 8), ember.tensor(1)),
+     RuntimeError, "0D target tensor expects 1D input tensors, but found inputs with size ember.Size([2, 8])"),
+])
+def test_adaptive_log_softmax_errors(build, call, error, message):
+    with pytest.raises(error) as got:
+        module = build()
+        call(module)
+    assert str(got.value).startswith(message)

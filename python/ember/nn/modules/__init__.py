@@ -36,6 +36,7 @@ from .sparse import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403  (MultiheadAttention, i12-transformer)
 from .transformer import *  # noqa: F401,F403
 from .pooling3d import *  # noqa: F401,F403  (3-D and power-average pools, i12-extras)
+from .adaptive import *  # noqa: F401,F403
 
 # What `from .modules import *` gives ember.nn: every class imported above (a new topic file
 # only adds its import line), but the mixin, which PyTorch keeps in nn.modules.lazy.
