@@ -558,3 +558,28 @@ def test_adaptive_log_softmax_errors(build, call, error, message):
         module = build()
         call(module)
     assert str(got.value).startswith(message)
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2, -1])
+def test_conv_tbc_matches_numpy(pad):
+    x, w, b = values((7, 2, 3)), values((3, 3, 4), seed=1), values((4,), seed=2)
+    padded = np.pad(x, ((pad, pad), (0, 0), (0, 0))) if pad >= 0 else x[-pad:7 + pad]
+    steps = padded.shape[0] - 3 + 1
+    ref = np.stack([np.einsum("kbi,kio->bo", padded[t:t + 3], w) for t in range(steps)]) + b
+    np.testing.assert_allclose(F.conv_tbc(t64(x), t64(w), t64(b), pad).numpy(), ref, rtol=1e-12, atol=1e-12)
+    if torch is not None:
+        xe, xt = t64(x, True), torch.tensor(x, requires_grad=True)
+        F.conv_tbc(xe, t64(w), t64(b), pad).sum().backward()
+        torch.conv_tbc(xt, torch.tensor(w), torch.tensor(b), pad).sum().backward()
+        np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+
+
+def test_conv_tbc_errors():
+    x, w, b = ember.zeros(5, 2, 3), ember.zeros(3, 3, 4), ember.zeros(4)
+    for args, message in [((x[0], w, b), "Input must have 3 dims: time, batch, in_channel"),
+                          ((x, w[0], b), "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."),
+                          ((x, w, b[:2]), "Bias size must equal dim 2 in the weight tensor (output channels)."),
+                          ((x, w[:, :2], b), "Input dim 2 (input channels) is not == dim 1 in the weight tensor")]:
+        with pytest.raises(RuntimeError) as got:
+            F.conv_tbc(*args, 1)
+        assert str(got.value) == message

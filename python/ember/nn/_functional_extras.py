@@ -4,7 +4,7 @@ import warnings
 
 import ember
 
-__all__ = ["gumbel_softmax", "lp_pool1d", "lp_pool2d", "lp_pool3d", "pdist"]
+__all__ = ["conv_tbc", "gumbel_softmax", "lp_pool1d", "lp_pool2d", "lp_pool3d", "pdist"]
 
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
@@ -70,3 +70,23 @@ def pdist(input, p=2):
         return input.new_empty((0,))
     index = ember.tensor([rows, cols], dtype=ember.int64, device=input.device)
     return ember.linalg.vector_norm(input[index[0]] - input[index[1]], p, dim=1)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """A 1-D convolution of a (time, batch, channel) input with a (kernel, in, out) weight: conv1d
+    over the channels-first views (a negative pad trims that many steps from each end)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    from . import functional as F
+    if pad < 0:
+        input, pad = input[-pad:input.shape[0] + pad], 0
+    out = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
