@@ -583,3 +583,82 @@ def test_conv_tbc_errors():
         with pytest.raises(RuntimeError) as got:
             F.conv_tbc(*args, 1)
         assert str(got.value) == message
+
+
+def np_fractional_starts(u, size, out, k):
+    """ATen's generate_intervals in float64."""
+    if out == 1:
+        return [size - k]
+    alpha = (size - k) / (out - 1)
+    return [int(np.floor((i + u) * alpha)) - int(np.floor(u * alpha)) for i in range(out - 1)] + [size - k]
+
+
+def test_fractional_max_pool2d_matches_loops():
+    x = np.round(values((2, 3, 9, 11)), 1)
+    samples = np.random.default_rng(9).random((2, 3, 2))
+    out, idx = F.fractional_max_pool2d(t64(x), (3, 2), (5, 7), return_indices=True, _random_samples=t64(samples))
+    for b, ch in np.ndindex(2, 3):
+        rows = np_fractional_starts(samples[b, ch, 1], 9, 5, 3)  # samples (width, height) per plane
+        cols = np_fractional_starts(samples[b, ch, 0], 11, 7, 2)
+        for i, j in np.ndindex(5, 7):
+            window = x[b, ch, rows[i]:rows[i] + 3, cols[j]:cols[j] + 2]
+            first = np.argmax(window)  # the first maximum in scan order, as PyTorch's
+            assert out.numpy()[b, ch, i, j] == window.max()
+            assert idx.numpy()[b, ch, i, j] == (rows[i] + first // 2) * 11 + cols[j] + first % 2
+    ratio = F.fractional_max_pool2d(t64(x), 2, output_ratio=0.5)
+    assert ratio.shape == (2, 3, 4, 5)
+    x3 = values((1, 2, 6, 7, 8))
+    samples3 = np.random.default_rng(10).random((1, 2, 3))
+    out3 = F.fractional_max_pool3d(t64(x3), 2, (3, 4, 5), _random_samples=t64(samples3))
+    t0 = np_fractional_starts(samples3[0, 1, 0], 6, 3, 2)[2]  # 3-D reads (time, height, width)
+    h0 = np_fractional_starts(samples3[0, 1, 1], 7, 4, 2)[1]
+    w0 = np_fractional_starts(samples3[0, 1, 2], 8, 5, 2)[3]
+    assert out3.numpy()[0, 1, 2, 1, 3] == x3[0, 1, t0:t0 + 2, h0:h0 + 2, w0:w0 + 2].max()
+    xg = t64(values((1, 2, 5, 6)), True)
+    assert gradcheck(lambda x: F.fractional_max_pool2d(x, 2, 3, _random_samples=t64(samples[:1, :2])), (xg,))
+
+
+@needs_torch
+@pytest.mark.parametrize("n,shape,kernel,out", [(2, (2, 3, 9, 11), (3, 2), (5, 7)), (2, (3, 10, 10), 2, (4, 6)),
+                                                 (3, (2, 2, 7, 8, 9), (2, 3, 2), (4, 5, 6)), (3, (2, 7, 8, 9), 2,
+                                                                                               (1, 5, 6))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fractional_max_pool_matches_torch(n, shape, kernel, out, dtype):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(dtype)
+    samples = rng.random((shape[0] if len(shape) == n + 2 else 1, shape[-n - 1], n)).astype(dtype)
+    name = f"fractional_max_pool{n}d"
+    ours = getattr(F, name)(ember.tensor(x), kernel, out, return_indices=True, _random_samples=ember.tensor(samples))
+    ref = getattr(TF, name)(torch.tensor(x), kernel, out, return_indices=True, _random_samples=torch.tensor(samples))
+    np.testing.assert_array_equal(ours[0].numpy(), ref[0].numpy())
+    np.testing.assert_array_equal(ours[1].numpy(), ref[1].numpy())
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda f, m: f.fractional_max_pool2d(m.zeros(2, 3, 9, 9), 3),
+    lambda f, m: f.fractional_max_pool2d(m.zeros(2, 3, 9, 9), 10, output_size=2),
+    lambda f, m: f.fractional_max_pool2d(m.zeros(2, 3, 9, 9), 3, output_size=8),
+    lambda f, m: f.fractional_max_pool2d(m.zeros(2, 3, 9, 9), 3, output_size=2, _random_samples=m.zeros(2, 3, 3)),
+    lambda f, m: f.fractional_max_pool3d(m.zeros(2, 3, 9, 9), 3, output_size=2),
+    lambda f, m: m.nn.FractionalMaxPool2d(2),
+    lambda f, m: m.nn.FractionalMaxPool3d(2, output_ratio=1.5),
+    lambda f, m: m.nn.FractionalMaxPool2d(2, 3, 0.5),
+])
+def test_fractional_max_pool_errors_match_torch(call):
+    with pytest.raises(Exception) as expected:
+        call(TF, torch)
+    with pytest.raises(type(expected.value)) as got:
+        call(F, ember)
+    assert str(got.value) == str(expected.value)
+
+
+def test_fractional_max_pool_modules():
+    assert repr(nn.FractionalMaxPool2d(2, output_ratio=0.5)) == "FractionalMaxPool2d()"
+    samples = ember.rand(1, 2, 3, dtype=ember.float64)
+    pool = nn.FractionalMaxPool3d(2, output_size=3, return_indices=True, _random_samples=samples)
+    x = t64(values((1, 2, 5, 6, 7)))
+    out, idx = pool(x)
+    assert out.shape == idx.shape == (1, 2, 3, 3, 3)
+    np.testing.assert_array_equal(out.numpy(), F.fractional_max_pool3d(x, 2, 3, _random_samples=samples).numpy())
+    assert "_random_samples" in dict(pool.named_buffers())

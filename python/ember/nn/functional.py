@@ -762,3 +762,7 @@ from . import grad  # noqa: E402,F401  (F.grad is torch.nn.grad, as in PyTorch)
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402,F401  (composites, in their own file)
 
 __all__ += ["affine_grid", "grid_sample"]
+from ._fractional_pool import *  # noqa: E402,F401,F403
+from ._fractional_pool import __all__ as _fractional_names  # noqa: E402
+
+__all__ += _fractional_names

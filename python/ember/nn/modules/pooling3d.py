@@ -1,11 +1,13 @@
-"""The 3-D pools and the power-average pools, as torch.nn.modules.pooling (their own file so the
-1-D/2-D pooling.py stays as it is): modules over F.*_pool3d, F.max_unpool3d and F.lp_pool*d."""
+"""The 3-D, power-average and fractional pools, as torch.nn.modules.pooling (their own file so the
+1-D/2-D pooling.py stays as it is): modules over F.*_pool3d, F.max_unpool3d, F.lp_pool*d and
+F.fractional_max_pool*d."""
 from .. import functional as F
 from .module import Module
 from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _MaxPoolNd, _MaxUnpoolNd
-from .utils import _triple
+from .utils import _pair, _triple
 
-__all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool3d",
+__all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool3d",
            "MaxUnpool3d"]
 
 
@@ -104,3 +106,42 @@ class LPPool3d(_LPPoolNd):
 
     def forward(self, input):
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _FractionalMaxPoolNd(Module):
+    _expand = staticmethod(_pair)
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        self.kernel_size = self._expand(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = self._expand(output_size) if output_size is not None else None
+        self.output_ratio = self._expand(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling of the last two dims: kernel_size windows at pseudo-random starts that
+    shrink the input to output_size (or output_ratio of it)."""
+
+    def forward(self, input):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling of the last three dims: kernel_size windows at pseudo-random starts that
+    shrink the input to output_size (or output_ratio of it)."""
+
+    _expand = staticmethod(_triple)
+
+    def forward(self, input):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
