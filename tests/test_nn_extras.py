@@ -103,6 +103,12 @@ def test_max_pool3d_matches_loops(k, s, p, d, ceil_mode):
     np.testing.assert_array_equal(single.numpy(), ref[0])
 
 
+def test_max_pool3d_empty_batch():
+    assert F.max_pool3d(ember.zeros(0, 2, 4, 4, 4), 2).shape == (0, 2, 2, 2, 2)
+    out, idx = F.max_pool3d(ember.zeros(0, 2, 4, 4, 4), 2, return_indices=True)
+    assert out.shape == idx.shape == (0, 2, 2, 2, 2) and idx.dtype == ember.int64
+
+
 def test_max_pool3d_integers_and_non_contiguous():
     x = np.random.default_rng(1).integers(-50, 50, (2, 3, 6, 5, 4))
     out = F.max_pool3d(ember.tensor(x), 2, 1, 1)

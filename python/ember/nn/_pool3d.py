@@ -1,13 +1,12 @@
 """The 3-D pools as composites of ember ops (differentiable through them), with PyTorch's checks.
 
-Max pools gather every window into a trailing axis (one advanced index per spatial dim) and take
-its max; a window position outside the input repeats the window's first valid position, so it
-never wins against a real element and ties keep PyTorch's first-in-scan-order index.
-Average pools are separable: one (out, in) window matrix per spatial dim, applied by matmul."""
+Both are separable. Max pools (fixed and adaptive): the 2-D kernel over each depth plane, then the
+1-D one along depth. Average pools: one (out, in) window matrix per spatial dim, applied by matmul."""
 import math
 
 import ember
 from .. import _C
+from .._C import _nn
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d",
            "max_pool3d", "max_pool3d_with_indices", "max_unpool3d"]
@@ -41,35 +40,6 @@ def _batched(input, op_message):
     return input if input.dim() == 5 else input.unsqueeze(0)
 
 
-def _window_positions(starts, ends, offsets):
-    """(out, k) input positions of each window (starts[o] + offsets[j]); a position outside
-    [starts[o], ends[o]) clipped to the input repeats the window's first valid position."""
-    rows = []
-    for start, end, first in zip(starts, ends, _first_valid(starts, ends, offsets)):
-        rows.append([start + j if start + j >= 0 and start + j < end else first for j in offsets])
-    return rows
-
-
-def _first_valid(starts, ends, offsets):
-    return [next(s + j for j in offsets if 0 <= s + j < e) for s, e in zip(starts, ends)]
-
-
-def _max_over_windows(input, positions):
-    """Max over the windows of each of the last three dims (positions: one (out, k) list per dim),
-    and the flat index of the maximum in the input's D*H*W volume."""
-    n, c = input.shape[0], input.shape[1]
-    sizes = input.shape[2:]
-    device = input.device
-    pd, ph, pw = (ember.tensor(p, dtype=ember.int64, device=device) for p in positions)
-    (od, kd), (oh, kh), (ow, kw) = pd.shape, ph.shape, pw.shape
-    pd, ph, pw = pd.view(od, kd, 1, 1, 1, 1), ph.view(1, 1, oh, kh, 1, 1), pw.view(1, 1, 1, 1, ow, kw)
-    windows = input[:, :, pd, ph, pw].permute(0, 1, 2, 4, 6, 3, 5, 7).reshape(n, c, od, oh, ow, kd * kh * kw)
-    flat = ((pd * sizes[1] + ph) * sizes[2] + pw).permute(0, 2, 4, 1, 3, 5).reshape(od, oh, ow, kd * kh * kw)
-    values, arg = windows.max(-1)
-    indices = flat.expand(n, c, od, oh, ow, kd * kh * kw).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
-    return values, indices
-
-
 def _unbatch(result, unbatched):
     if not unbatched:
         return result
@@ -79,6 +49,10 @@ def _unbatch(result, unbatched):
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """The maximum of each window of the last three dims, and its flat index in the volume."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_indices):
     op = "max_pool3d"
     kernel = _three(kernel_size, op, "kernel_size")
     stride = _three(stride if stride is not None else [], op, "stride", omitted=True) or kernel
@@ -108,18 +82,41 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     if any(o < 1 for o in outs):
         raise RuntimeError("Given input size: ({}x{}x{}x{}). Calculated output size: ({}x{}x{}x{}). Output size is "
                            "too small".format(x.shape[1], *sizes, x.shape[1], *outs))
-    positions = [_window_positions([o * s - p for o in range(out)], [size] * out, [j * d for j in range(k)])
-                 for size, k, p, s, d, out in zip(sizes, kernel, padding, stride, dilation, outs)]
     if x.shape[0] == 0:
         empty = x.new_empty((0, x.shape[1], *outs))
-        return _unbatch((empty, empty.to(ember.int64)), input.dim() == 4)
-    return _unbatch(_max_over_windows(x, positions), input.dim() == 4)
+        return _unbatch((empty, empty.to(ember.int64)) if with_indices else empty, input.dim() == 4)
+    # the value-only kernels when no indices are asked for (faster, same values and gradients)
+    plane_kernel = _nn.max_pool2d_with_indices if with_indices else _C.max_pool2d
+    depth_kernel = _C.max_pool1d_with_indices if with_indices else _C.max_pool1d
+    return _unbatch(_separable_max_pool(
+        x, lambda planes: plane_kernel(planes, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode),
+        lambda rows: depth_kernel(rows, kernel[:1], stride[:1], padding[:1], dilation[:1], ceil_mode)),
+        input.dim() == 4)
+
+
+def _separable_max_pool(x, plane_pool, depth_pool):
+    """A 2-D max pool (plane_pool) over each depth plane, then a 1-D one (depth_pool) along depth.
+    The max of a box is the max along depth of its planes' maxima, and the first maximum in (depth,
+    then plane) order is PyTorch's first in its (kd, kh, kw) scan: values, indices and gradients are PyTorch's."""
+    n, c, depth, height, width = x.shape
+    planes = plane_pool(x.reshape(n, c * depth, height, width))
+    with_indices = isinstance(planes, tuple)
+    planes, plane_idx = planes if with_indices else (planes, None)
+    oh, ow = planes.shape[-2:]
+    along_depth = planes.view(n, c, depth, oh, ow).permute(0, 1, 3, 4, 2).reshape(n, c * oh * ow, depth)
+    values, depth_idx = depth_pool(along_depth) if with_indices else (depth_pool(along_depth), None)
+    od = values.shape[-1]
+    values = values.view(n, c, oh, ow, od).permute(0, 1, 4, 2, 3).contiguous()
+    if not with_indices:
+        return values
+    depth_idx = depth_idx.view(n, c, oh, ow, od).permute(0, 1, 4, 2, 3)
+    in_plane = plane_idx.view(n, c, depth, oh, ow).gather(2, depth_idx)
+    return values, (depth_idx * (height * width) + in_plane).contiguous()
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """The maximum of each window of the last three dims (and the indices with return_indices)."""
-    result = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return result if return_indices else result[0]
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def _adaptive_bounds(size, out):
@@ -153,16 +150,11 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     outs = _adaptive_output(output_size, input, op, f"{op}(): internal error: output_size.size() must be 3")
     _check_adaptive_input(input, op, ":")
     x = input if input.dim() == 5 else input.unsqueeze(0)
-    positions = []
-    for size, out in zip(x.shape[2:], outs):
-        starts, ends = _adaptive_bounds(size, out)
-        k = max([e - s for s, e in zip(starts, ends)], default=0)
-        positions.append(_window_positions(starts, ends, range(k)))
     if x.shape[0] == 0 or any(o == 0 for o in outs):
         empty = x.new_empty((x.shape[0], x.shape[1], *outs))
         return _unbatch((empty, empty.to(ember.int64)), input.dim() == 4)
-    return _unbatch(_max_over_windows(x, positions), input.dim() == 4)
-
+    return _unbatch(_separable_max_pool(x, lambda planes: _nn.adaptive_max_pool2d(planes, outs[1:]),
+                                        lambda rows: _C.adaptive_max_pool1d(rows, outs[:1])), input.dim() == 4)
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """The maximum of each adaptive window of the last three dims (and the indices with return_indices)."""
