@@ -72,11 +72,11 @@ class Adafactor(_GroupStepOptimizer):
 
 
 def _first_state(p: ember.Tensor) -> dict:
-    grad = p.grad
-    if grad.dim() > 1:  # the factored second moment: row and column means
-        return dict(step=_zero_step(), row_var=grad.new_zeros(list(grad.shape[:-1]) + [1]),
-                    col_var=grad.new_zeros(list(grad.shape[:-2]) + [1, grad.shape[-1]]))
-    return dict(step=_zero_step(), variance=ember.zeros_like(grad))
+    # PyTorch sizes these from p.grad, which has p's shape and dtype
+    if p.dim() > 1:  # the factored second moment: row and column means
+        return dict(step=_zero_step(), row_var=p.new_zeros(list(p.shape[:-1]) + [1]),
+                    col_var=p.new_zeros(list(p.shape[:-2]) + [1, p.shape[-1]]))
+    return dict(step=_zero_step(), variance=ember.zeros_like(p))
 
 
 def adafactor(params: list, grads: list, row_vars: list, col_vars: list, variances: list, state_steps: list,

@@ -32,7 +32,7 @@ class Rprop(_GroupStepOptimizer):
 
     def _update_group(self, group: dict) -> None:
         params, states = self._with_grads(group, lambda p: dict(
-            step=_zero_step(), prev=ember.zeros_like(p), step_size=ember.full_like(p.grad, _get_value(group["lr"]))))
+            step=_zero_step(), prev=ember.zeros_like(p), step_size=ember.full_like(p, _get_value(group["lr"]))))
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
         rprop(params, [p.grad for p in params], [s["prev"] for s in states], [s["step_size"] for s in states],
