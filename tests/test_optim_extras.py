@@ -171,3 +171,62 @@ def test_rprop_differentiable_step_records_the_update():
     ember.optim.Rprop([p], lr=0.1, differentiable=True).step()
     p.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), [1.0, 1.0])
+
+
+def np_newton_schulz(g, steps, a=3.4445, b=-4.7750, c=2.0315):
+    """Muon's iteration in float64 (PyTorch's runs it in bfloat16)."""
+    x = g.T if g.shape[0] > g.shape[1] else g
+    x = x / max(np.linalg.norm(x), 1e-7)
+    for _ in range(steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if g.shape[0] > g.shape[1] else x
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6)])
+def test_muon_matches_numpy(shape):
+    rng = np.random.default_rng(3)
+    w0, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    w = ember.tensor(w0, requires_grad=True)
+    w.grad = ember.tensor(g)
+    ember.optim.Muon([w], lr=0.02, weight_decay=0.1, momentum=0.9).step()
+    update = np_newton_schulz(g * 0.1 + 0.9 * (g * 0.1), 5)  # nesterov: grad.lerp(buf, m), buf = (1 - m) * grad
+    ref = w0 * (1 - 0.02 * 0.1) - 0.02 * np.sqrt(max(1, shape[0] / shape[1])) * update
+    np.testing.assert_allclose(w.detach().numpy(), ref, atol=0.02 * 0.05)  # bfloat16 iterations
+    # the orthogonalized update has singular values near 1 (in [0.5, 1.5], as PyTorch documents)
+    assert np.all(np.abs(np.linalg.svd(np_newton_schulz(g, 5), compute_uv=False) - 1) < 0.5)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [{}, {"lr": 0.02, "nesterov": False, "weight_decay": 0.0},
+                                    {"adjust_lr_fn": "match_rms_adamw", "momentum": 0.5, "ns_steps": 3}])
+def test_muon_matches_torch(kwargs):
+    rng = np.random.default_rng(4)
+    shapes = [(6, 4), (4, 6), (5, 5)]
+    ours = [ember.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+    theirs = [torch.tensor(p.detach().numpy(), requires_grad=True) for p in ours]
+    opt, ref = ember.optim.Muon(ours, **kwargs), torch.optim.Muon(theirs, **kwargs)
+    assert repr(opt) == repr(ref)
+    for _ in range(5):
+        for p, q, s in zip(ours, theirs, shapes):
+            g = rng.standard_normal(s)
+            p.grad, q.grad = ember.tensor(g), torch.tensor(g)
+        opt.step()
+        ref.step()
+    for p, q in zip(ours, theirs):  # bit for bit: PyTorch's bfloat16 rounding reproduced
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert list(opt.state_dict()["state"][0]) == ["momentum_buffer"]
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda ps: ember.optim.Muon(ps, lr=-1), "Learning rate should be >= 0 but is: -1"),
+    (lambda ps: ember.optim.Muon(ps, momentum=-1), "momentum should be >= 0 but is: -1"),
+    (lambda ps: ember.optim.Muon(ps, weight_decay=-1), "weight decay should be >= 0 but is: -1"),
+    (lambda ps: ember.optim.Muon(ps, adjust_lr_fn="x"), "Adjust learning rate function x is not supported"),
+    (lambda ps: ember.optim.Muon([ember.zeros(3, requires_grad=True)]),
+     "Muon only supports 2D parameters whereas we found a parameter with size: ember.Size([3])"),
+])
+def test_muon_errors(make, message):
+    with pytest.raises(ValueError) as got:
+        make([ember.zeros(2, 2, requires_grad=True)])
+    assert str(got.value) == message
