@@ -6,8 +6,8 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import (_MAXIMIZE_DOC, _GroupStepOptimizer, _closure_loss, _docstring, _get_value, _lr_doc,
-                        _zero_step)
+from ._no_grad_step import _NoGradStepOptimizer
+from .optimizer import _MAXIMIZE_DOC, _docstring, _get_value, _lr_doc, _zero_step
 
 __all__ = ["Adafactor", "adafactor"]
 
@@ -16,7 +16,7 @@ _MACHINE_EPS = {ember.float64: 2.0 ** -52, ember.float32: 2.0 ** -23, ember.floa
                 ember.bfloat16: 2.0 ** -7}
 
 
-class Adafactor(_GroupStepOptimizer):
+class Adafactor(_NoGradStepOptimizer):
     __doc__ = _docstring("Implements the Adafactor algorithm, as PyTorch's.", _lr_doc(1e-2),
                          "beta2_decay (float, optional): the decay rate of beta2 (default: -0.8)",
                          "eps (Tuple[float, float], optional): epsilon1, added to the denominator of the update "
@@ -47,18 +47,6 @@ class Adafactor(_GroupStepOptimizer):
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize)
         super().__init__(params, defaults)
-
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step (always under no_grad: Adafactor has no differentiable flag).
-
-        Args:
-            closure (Callable, optional): A closure that reevaluates the model and returns the loss.
-        """
-        loss = _closure_loss(closure)
-        with ember.no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _update_group(self, group: dict) -> None:
         params, states = self._with_grads(group, _first_state)

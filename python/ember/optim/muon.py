@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import ember
 
-from .optimizer import _PARAMS_DOC, _GroupStepOptimizer, _closure_loss, _get_value
+from ._no_grad_step import _NoGradStepOptimizer
+from .optimizer import _PARAMS_DOC, _get_value
 
 __all__ = ["Muon"]
 
@@ -61,7 +62,7 @@ def _adjust_lr(lr: float, adjust_lr_fn: Optional[str], param_shape: Any) -> floa
     return lr * adjusted_ratio
 
 
-class Muon(_GroupStepOptimizer):
+class Muon(_NoGradStepOptimizer):
     __doc__ = "\n".join([
         "Implements Muon (MomentUm Orthogonalized by Newton-schulz), as PyTorch's; 2-D parameters only.", "",
         "Args:", "    " + _PARAMS_DOC,
@@ -97,14 +98,6 @@ class Muon(_GroupStepOptimizer):
                 if p.ndim != 2:
                     raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: "
                                      f"{p.size()}")
-
-    def step(self, closure: Any = None) -> Any:
-        """Performs a single optimization step (under no_grad: Muon has no differentiable flag)."""
-        loss = _closure_loss(closure)
-        with ember.no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _update_group(self, group: dict) -> None:
         params, states = self._with_grads(group, lambda p: dict(momentum_buffer=ember.zeros_like(p)))
