@@ -24,3 +24,6 @@ def factory_kwargs(kwargs: "dict | None") -> dict:
                 raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
             r[k] = kwargs[k]
     return r
+
+
+from . import grad  # noqa: F401,E402  (conv input/weight gradients, i12-extras)

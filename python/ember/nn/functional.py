@@ -756,3 +756,22 @@ from ._attention import (  # noqa: E402,F401  (in their own file)
     multi_head_attention_forward,
 )
 __all__ += ["multi_head_attention_forward"]
+
+from ._pool3d import *  # noqa: E402,F401,F403  (issue 12: the 3-D pools, composites in their own file)
+from ._pool3d import __all__ as _pool3d_names  # noqa: E402
+
+__all__ += _pool3d_names
+
+from ._functional_extras import *  # noqa: E402,F401,F403  (lp pools, gumbel_softmax, pdist)
+from ._functional_extras import __all__ as _extras_names  # noqa: E402
+
+__all__ += _extras_names
+from . import grad  # noqa: E402,F401  (F.grad is torch.nn.grad, as in PyTorch)
+
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402,F401  (composites, in their own file)
+
+__all__ += ["affine_grid", "grid_sample"]
+from ._fractional_pool import *  # noqa: E402,F401,F403
+from ._fractional_pool import __all__ as _fractional_names  # noqa: E402
+
+__all__ += _fractional_names

@@ -13,3 +13,9 @@ from .sgd import SGD
 from . import lr_scheduler, swa_utils
 
 __all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "LBFGS", "NAdam", "Optimizer", "RAdam", "RMSprop", "SGD"]
+from .adafactor import Adafactor  # noqa: E402  (i12-extras)
+from .asgd import ASGD  # noqa: E402
+from .muon import Muon  # noqa: E402
+from .rprop import Rprop  # noqa: E402
+
+__all__ += ["ASGD", "Adafactor", "Muon", "Rprop"]
