@@ -356,3 +356,24 @@ def test_no_warning_reading_grad_of_retained():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert p.grad is None
+
+
+# ---------------------------------------------------------------- forward-mode derivatives
+
+# Ops of this file whose JVPs the harness cannot sample (tests/test_forward_ad.py reads it).
+JVP_CHECKED = {"_unfold_backward", "_as_strided_backward", "view_as", "reshape_as", "expand_as"}
+
+
+def test_jvps_of_the_backward_helpers_and_as_methods():
+    g = arange(3, 2, requires_grad=True)  # windows of unfold(0, 2, 1) on 4 elements
+    assert gradcheck(lambda v: ember._unfold_backward(v, [4], 0, 2, 1), (g,), check_forward_ad=True)
+    g = arange(2, 3, 2, requires_grad=True)  # non-contiguous windows of unfold(0, 2, 2) on 6x2
+    assert gradcheck(lambda v: ember._unfold_backward(v.transpose(0, 1), [6, 2], 0, 2, 2), (g,),
+                     check_forward_ad=True)
+    g = arange(3, 3, requires_grad=True)  # as_strided((3, 3), (1, 1)) of a 3x4 input: overlapping
+    assert gradcheck(lambda v: ember._as_strided_backward(v, [3, 4], [4, 1], 0, [3, 3], [1, 1], None), (g,),
+                     check_forward_ad=True)
+    x = arange(2, 3, requires_grad=True)
+    for f in [lambda v: v.view_as(ember.zeros(3, 2)), lambda v: v.t().reshape_as(ember.zeros(6)),
+              lambda v: v[:1].expand_as(ember.zeros(4, 3))]:
+        assert gradcheck(f, (x,), check_forward_ad=True)
