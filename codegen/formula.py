@@ -35,6 +35,11 @@ COMPARE_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.G
 TENSOR = Type("Tensor")
 NUMBER = Type("Scalar")
 INT_LIST = Type("int", is_list=True)
+# Geometry a formula may read of a tensor argument without saving it (as_strided's input):
+# name -> (C++ member type, Tensor getter, formula type, PyTorch's saved-field suffix).
+GEOMETRY = {"shape": ("DimVector", "sizes", INT_LIST, "sym_sizes"),
+            "strides": ("DimVector", "strides", INT_LIST, "sym_strides"),
+            "storage_offset": ("int64_t", "offset", Type("int"), "sym_storage_offset")}
 
 
 class FormulaError(Exception):
@@ -77,6 +82,17 @@ def coerce(cpp, have, want):
     elif want.base in ("int", "float") and have.base in ("int", "float", "Scalar") and not have.is_list:
         return cpp
     raise FormulaError(f"cannot pass {have} where {want} is expected")
+
+
+def geometry_members(shapes):
+    """The node members that keep `shape(x)`, `strides(x)`, `storage_offset(x)` of the formulas
+    (`shapes`: (name, what) pairs), with the field names PyTorch shows them by."""
+    out = []
+    for name, what in sorted(shapes):
+        cpp_type, getter, _, field = GEOMETRY[what]
+        out.append({"member": f"{name}_{what}", "type": cpp_type, "value": f"{name}.{getter}()",
+                    "field": f"{name}_{field}"})
+    return out
 
 
 class Emitter:
@@ -169,11 +185,11 @@ class Emitter:
                 receiver = self.emit(n.func.value)
                 return self.call_op(n.func.attr, [receiver] + [self.emit(a) for a in n.args], kwargs)
             name = n.func.id
-            if name == "shape":
+            if name in GEOMETRY:
                 if len(n.args) != 1 or not isinstance(n.args[0], ast.Name) or n.args[0].id not in self.scope:
-                    raise FormulaError("shape() takes one argument name")
-                self.shapes.add(n.args[0].id)
-                return f"{n.args[0].id}_shape", INT_LIST
+                    raise FormulaError(f"{name}() takes one argument name")
+                self.shapes.add((n.args[0].id, name))
+                return f"{n.args[0].id}_{name}", GEOMETRY[name][2]
             args = [self.emit(a) for a in n.args]
             if name in HELPERS:
                 sig = HELPERS[name]

@@ -11,7 +11,8 @@ import ast
 from dataclasses import dataclass
 
 from .errors import SpecError
-from .formula import BINARY_OPS, COMPARE_OPS, HELPERS, TENSOR, Emitter, FormulaError, formula_scope
+from .formula import (BINARY_OPS, COMPARE_OPS, GEOMETRY, HELPERS, TENSOR, Emitter, FormulaError, formula_scope,
+                      geometry_members)
 
 ZERO, CONST, LINEAR, NONLINEAR = "zero", "constant", "linear", "nonlinear"
 
@@ -28,6 +29,7 @@ LINEAR_IN = {
     "unsqueeze": _ALONE, "squeeze": _ALONE, "expand": _ALONE, "flatten": _ALONE, "select": _ALONE,
     "slice": _ALONE, "narrow": _ALONE, "gather": _ALONE, "scatter_add": [("self", "src")],
     "cumsum": _ALONE, "flip": _ALONE, "diagonal": _ALONE, "_diagonal_backward": [("grad",)],
+    "unfold": _ALONE, "_unfold_backward": [("grad",)], "as_strided": _ALONE, "_as_strided_backward": [("grad",)],
     "cumprod": _ALONE, "_cumprod_backward": [("grad",)], "_cumprod_jvp": [("tangent",)],  # scans (issue 11)
     "_conv_forward": [("input", "bias"), ("weight",)], "_conv_backward_input": [("grad_output",), ("weight",)],
     "_conv_backward_weight": [("grad_output",), ("input",)], "im2col": _ALONE, "col2im": _ALONE,  # conv (issue 11)
@@ -95,7 +97,7 @@ class Linearity:
             kwargs = {k.arg: k.value for k in n.keywords}
             if isinstance(n.func, ast.Attribute):
                 return self.call(n.func.attr, [n.func.value] + list(n.args), kwargs)
-            if n.func.id == "shape":
+            if n.func.id in GEOMETRY:
                 return Kind(CONST)
             return self.call(n.func.id, list(n.args), kwargs)
         return Kind(NONLINEAR, why=f"unsupported expression {ast.dump(n)}")
@@ -226,7 +228,7 @@ def forward_plan(model, op, inplace=False):
         reads_self |= "self" in em.used
         shapes |= em.shapes
     return {"tangents": diff, "terms": terms, "reads_self": reads_self and inplace, "derived": derived,
-            "shapes": sorted(shapes)}
+            "shapes": geometry_members(shapes)}
 
 
 def check_forward(model, file):

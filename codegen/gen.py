@@ -8,7 +8,7 @@ import jinja2
 
 from . import expr
 from .cpp import args_list, literal, param_type, params_decl, return_type, value_type
-from .formula import emit_formulas
+from .formula import emit_formulas, geometry_members
 from .forward import forward_plan
 from .python import docs_text, param_spec, pyi_files, python_groups
 
@@ -240,7 +240,7 @@ class OpGen:
             "saved_inputs": saved_inputs,
             "saved_outputs": saved_outputs,
             "fields": values,
-            "shapes": sorted(shapes),
+            "shapes": geometry_members(shapes),
             "requires": ", ".join(f"&{d.name}" for d in diff if not d.type.is_list),
         }
 

@@ -25,6 +25,7 @@ from test_lapack import JVP_CHECKED as LAPACK_JVP_CHECKED
 from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import JVP_CHECKED as PADPOOL_JVP_CHECKED
 from test_lapack2 import JVP_CHECKED as LAPACK2_JVP_CHECKED
+from test_tensor_api_gaps import JVP_CHECKED as TENSOR_API_JVP_CHECKED
 
 try:
     import torch
@@ -110,6 +111,9 @@ OWN_CHECKS |= set(LOSSREG_CASES)  # losses-regression (issue 11): tests/test_los
 OWN_CHECKS |= PADPOOL_JVP_CHECKED  # padpool (issue 11): JVPs checked in tests/test_padpool.py
 OWN_CHECKS |= {"_rnn_fused", "_rnn_backward", "_rnn_reference",
                "_rnn_fused_jvp"}  # rnn (issue 12): JVPs checked in tests/test_rnn_fused.py (the tangent's own, reverse)
+
+
+OWN_CHECKS |= TENSOR_API_JVP_CHECKED  # unfold/as_strided helpers, *_as: tests/test_tensor_api_gaps.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

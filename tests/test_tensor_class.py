@@ -118,7 +118,7 @@ def test_view_reshape_expand_as_take_the_other_tensors_shape():
     (v * ember.tensor([[1.0, 2.0, 3.0]]).expand_as(v)).sum().backward()
     assert x.grad.tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
     for method in ("view_as", "reshape_as", "expand_as"):
-        with pytest.raises(TypeError, match=rf"{method}\(\): argument 'other' \(position 1\) must be Tensor, not int"):
+        with pytest.raises(TypeError, match=rf"{method}\(\): argument 'other'( \(position 1\))? must be Tensor, not int"):
             getattr(x, method)(3)
     with pytest.raises(RuntimeError, match=r"shape '\[4\]' is invalid for input of size 6"):
         x.view_as(ember.zeros(4))

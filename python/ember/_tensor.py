@@ -172,21 +172,9 @@ class Tensor(_C.TensorBase):
         return _legacy.convert(self, dtype, non_blocking)
 
     def type_as(self, other: Tensor) -> Tensor:
-        return self.to(self._other_tensor(other, "type_as").dtype)
-
-    def _other_tensor(self, other: Any, method: str) -> _C.TensorBase:
         if not isinstance(other, _C.TensorBase):
-            raise TypeError(f"{method}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-        return other
-
-    def view_as(self, other: Tensor) -> Tensor:
-        return self.view(self._other_tensor(other, "view_as").shape)
-
-    def reshape_as(self, other: Tensor) -> Tensor:
-        return self.reshape(self._other_tensor(other, "reshape_as").shape)
-
-    def expand_as(self, other: Tensor) -> Tensor:
-        return self.expand(self._other_tensor(other, "expand_as").shape)
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return self.to(other.dtype)
 
     def _converted(self, dtype: _C.dtype) -> Tensor:
         # As in PyTorch, a tensor already of that dtype is returned as it is.

@@ -7,6 +7,7 @@
 
 #include <structmember.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "ember/autograd.h"
@@ -32,6 +33,7 @@
 #include "ember/ops/pow.h"
 #include "ember/ops/remainder.h"
 #include "ember/ops/sub.h"
+#include "ember/ops/t.h"
 #include "ember/ops/transpose.h"
 #include "ember/ops/true_divide.h"
 #include "ember/ops/view.h"
@@ -248,14 +250,38 @@ PyObject* get_T(PyObject* self, void*) {
   EMBER_PY_END
 }
 
-// The last two dims swapped (mH is the same for real dtypes).
-PyObject* get_mT(PyObject* self, void*) {
+// The last two dims swapped (mH, the conjugate transpose, is the same for real dtypes).
+PyObject* matrix_transpose(PyObject* self, const char* attr) {
   EMBER_PY_BEGIN
-  EMBER_CHECK(SELF.dim() >= 2, Runtime, "tensor.mT is only supported on matrices or batches of matrices. Got ",
+  EMBER_CHECK(SELF.dim() >= 2, Runtime, "tensor.", attr, " is only supported on matrices or batches of matrices. Got ",
               SELF.dim(), "-D tensor.");
   return wrap(ember::transpose(SELF, -2, -1));
   EMBER_PY_END
 }
+PyObject* get_mT(PyObject* self, void*) { return matrix_transpose(self, "mT"); }
+PyObject* get_mH(PyObject* self, void*) { return matrix_transpose(self, "mH"); }
+// The conjugate transpose of a matrix: t() for real dtypes; a 0-d tensor is itself, with PyTorch's warning.
+PyObject* get_H(PyObject* self, void*) {
+  EMBER_PY_BEGIN
+  const int64_t ndim = SELF.dim();
+  if (ndim == 0) {
+    if (PyErr_WarnEx(PyExc_UserWarning, "Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", 1) < 0)
+      return nullptr;
+    return wrap(ember::t(SELF));
+  }
+  EMBER_CHECK(ndim == 2, Runtime, "tensor.H is only supported on matrices (2-D tensors). Got ", ndim, "-D tensor.",
+              ndim > 2 ? " For batches of matrices, consider using tensor.mH" : "");
+  return wrap(ember::t(SELF));
+  EMBER_PY_END
+}
+// True on a non-leaf after retain_grad() (a leaf keeps its .grad anyway).
+PyObject* get_retains_grad(PyObject* self, void*) {
+  const AutogradMeta* meta = SELF.impl()->autograd.get();
+  return PyBool_FromLong(meta && meta->retains_grad && !SELF.is_leaf());
+}
+PyObject* get_itemsize(PyObject* self, void*) { return PyLong_FromSize_t(SELF.itemsize()); }
+// Bytes of the elements this tensor shows (numel * itemsize, as PyTorch: not its storage's size).
+PyObject* get_nbytes(PyObject* self, void*) { return PyLong_FromLongLong(SELF.numel() * (int64_t)SELF.itemsize()); }
 
 PyGetSetDef getsets[] = {
     {"shape", get_shape, nullptr, nullptr, nullptr},
@@ -274,7 +300,11 @@ PyGetSetDef getsets[] = {
     {"_cdata", get_cdata, nullptr, nullptr, nullptr},
     {"T", get_T, nullptr, nullptr, nullptr},
     {"mT", get_mT, nullptr, nullptr, nullptr},
-    {"mH", get_mT, nullptr, nullptr, nullptr},
+    {"mH", get_mH, nullptr, nullptr, nullptr},
+    {"H", get_H, nullptr, nullptr, nullptr},
+    {"retains_grad", get_retains_grad, nullptr, nullptr, nullptr},
+    {"itemsize", get_itemsize, nullptr, nullptr, nullptr},
+    {"nbytes", get_nbytes, nullptr, nullptr, nullptr},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},  // pickling reads attributes
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
@@ -312,6 +342,12 @@ PyObject* m_element_size(PyObject* self, PyObject*) { return PyLong_FromSize_t(S
 PyObject* m_storage_offset(PyObject* self, PyObject*) { return PyLong_FromLongLong(SELF.offset()); }
 PyObject* m_is_contiguous(PyObject* self, PyObject*) { return PyBool_FromLong(SELF.is_contiguous()); }
 PyObject* m_is_floating_point(PyObject* self, PyObject*) { return PyBool_FromLong(is_floating(SELF.dtype())); }
+PyObject* m_is_complex(PyObject*, PyObject*) { Py_RETURN_FALSE; }  // ember has no complex dtypes
+// The CUDA device index, -1 on the CPU.
+PyObject* m_get_device(PyObject* self, PyObject*) {
+  const Device d = SELF.device();
+  return PyLong_FromLong(d.is_cpu() ? -1 : std::max<int>(d.index, 0));
+}
 PyObject* m_requires_grad_(PyObject* self, PyObject* args, PyObject* kwargs) {
   EMBER_PY_BEGIN
   static const char* kw[] = {"requires_grad", nullptr};
@@ -382,6 +418,8 @@ PyMethodDef hand_written_methods[] = {
     {"storage_offset", m_storage_offset, METH_NOARGS, "Offset into the storage, in elements."},
     {"is_contiguous", m_is_contiguous, METH_NOARGS, "Whether the tensor is contiguous in row-major order."},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, "Whether the dtype is a floating point type."},
+    {"is_complex", m_is_complex, METH_NOARGS, "Whether the dtype is a complex type (never, in ember)."},
+    {"get_device", m_get_device, METH_NOARGS, "The CUDA device index, or -1 on the CPU."},
     {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},

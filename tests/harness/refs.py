@@ -68,6 +68,33 @@ def np_slice(a, dim=0, start=None, end=None, step=1):
     return a[tuple(index)]
 
 
+def np_unfold(a, dim, size, step):
+    """Tensor.unfold: windows of `size` along `dim`, `step` apart, as a last axis."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.reshape(size)
+    d = _axis(dim, a.ndim)
+    windows = np.lib.stride_tricks.sliding_window_view(a, size, axis=d)
+    index = [slice(None)] * windows.ndim
+    index[d] = slice(None, None, step)
+    return windows[tuple(index)].copy()
+
+
+def np_as_strided(a, size, stride, storage_offset=0):
+    """as_strided over a fresh contiguous tensor: its storage is `a` flattened."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return np.lib.stride_tricks.as_strided(flat[storage_offset:], tuple(size), [s * flat.itemsize for s in stride]).copy()
+
+
+def np_sum_to_size(a, size):
+    """Tensor.sum_to_size: leading dims summed away, size-1 dims of `size` summed with keepdims."""
+    a = np.asarray(a)
+    lead = a.ndim - len(size)
+    a = a.sum(axis=tuple(range(lead))) if lead else a
+    ones = tuple(d for d, n in enumerate(size) if n == 1 and a.shape[d] != 1)
+    return a.sum(axis=ones, keepdims=True) if ones else a
+
+
 def np_split(a, size_or_sizes, dim=0):
     """torch.split: pieces of `size` (the last may be shorter), or of the given sizes."""
     a = np.asarray(a)
@@ -194,7 +221,8 @@ def np_glu(a, dim=-1):
 HELPERS = {
     "np": np,
     "np_argmax": np_argmax, "np_argmin": np_argmin, "np_squeeze": np_squeeze,
-    "np_expand_shape": np_expand_shape, "np_flatten": np_flatten, "np_slice": np_slice,
+    "np_expand_shape": np_expand_shape, "np_flatten": np_flatten, "np_slice": np_slice, "np_unfold": np_unfold,
+    "np_as_strided": np_as_strided, "np_sum_to_size": np_sum_to_size,
     "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
     "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
     "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm,

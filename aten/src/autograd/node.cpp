@@ -10,12 +10,12 @@
 #include "ember/iterator.h"
 #include "ember/autograd_helpers.h"
 #include "ember/forward_ad.h"
+#include "ember/ops/_as_strided_backward.h"
 #include "ember/ops/add.h"
 #include "ember/ops/clone.h"
 #include "ember/ops/contiguous.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/fill_.h"
-#include "ember/ops/sum.h"
 
 namespace ember {
 
@@ -216,21 +216,9 @@ struct AsStridedBackward final : Node {
   std::string name() const override { return "AsStridedBackward0"; }
   TensorList apply(TensorList&& grads) override {
     TensorList out(1);
-    if (!should_compute(0)) return out;
-    // Elements of an expanded dim share one place in the base: their gradients add up there.
-    Tensor g = grads[0];
-    DimVector sizes = geo.sizes;
-    IntList expanded;
-    for (size_t d = 0; d < sizes.size(); ++d)
-      if (geo.strides[d] == 0 && sizes[d] > 1) {
-        expanded.push_back((int64_t)d);
-        sizes[d] = 1;
-      }
-    if (!expanded.empty()) g = ember::sum(g, expanded, true, std::nullopt);
-    Tensor result = geo.blank_base(g);
-    ember::fill_(result, Scalar(int64_t(0)));
-    ember::copy_(strided_view(result, sizes, geo.strides, geo.offset), g, false);
-    out[0] = result;
+    if (should_compute(0))  // the gradient of as_strided (stride-0 and overlapping dims add up)
+      out[0] = ember::_as_strided_backward(grads[0], geo.base_sizes, geo.base_strides, 0, geo.sizes, geo.strides,
+                                           geo.offset);
     return out;
   }
 };

@@ -13,16 +13,21 @@
 #include "ember/ops/clone.h"
 #include "ember/ops/contiguous.h"
 #include "ember/ops/copy_.h"
+#include "ember/ops/expand.h"
+#include "ember/ops/expand_as.h"
 #include "ember/ops/flatten.h"
 #include "ember/ops/narrow.h"
 #include "ember/ops/reshape.h"
+#include "ember/ops/reshape_as.h"
 #include "ember/ops/select.h"
 #include "ember/ops/slice.h"
 #include "ember/ops/split.h"
 #include "ember/ops/stack.h"
+#include "ember/ops/sum_to_size.h"
 #include "ember/ops/unbind.h"
 #include "ember/ops/unsqueeze.h"
 #include "ember/ops/view.h"
+#include "ember/ops/view_as.h"
 #include "ember/ops/zeros.h"
 #include "ember/tensor.h"
 
@@ -371,6 +376,20 @@ TensorList unbind(const Tensor& self, int64_t dim) {
     for (int64_t i = 0; i < n; ++i) out.push_back(ember::select(self, d, i));
   }
   return as_multi_output_views(std::move(out), self, std::move(node));
+}
+
+Tensor view_as(const Tensor& self, const Tensor& other) { return ember::view(self, other.sizes()); }
+Tensor reshape_as(const Tensor& self, const Tensor& other) { return ember::reshape(self, other.sizes()); }
+Tensor expand_as(const Tensor& self, const Tensor& other) { return ember::expand(self, other.sizes()); }
+
+Tensor sum_to_size(const Tensor& self, const IntList& size) {
+  // `size` must broadcast to self's shape (PyTorch's is_expandable_to).
+  const int64_t lead = self.dim() - (int64_t)size.size();
+  bool expandable = lead >= 0;
+  for (int64_t i = 0; expandable && i < (int64_t)size.size(); ++i)
+    expandable = size[i] == 1 || size[i] == self.sizes()[lead + i];
+  EMBER_CHECK(expandable, Runtime, "size {", size, "} is not expandable to size {", self.sizes(), "}.");
+  return autograd::sum_to(self, size);
 }
 
 }  // namespace ember::native

@@ -3,6 +3,7 @@
 // the result as a view; these functions only compute sizes, strides, offset.
 #include <optional>
 
+#include "ember/ops/as_strided.h"
 #include "ember/ops/expand.h"
 #include "ember/ops/permute.h"
 #include "ember/ops/select.h"
@@ -10,6 +11,7 @@
 #include "ember/ops/squeeze.h"
 #include "ember/ops/t.h"
 #include "ember/ops/transpose.h"
+#include "ember/ops/unfold.h"
 #include "ember/ops/unsqueeze.h"
 #include "ember/ops/view.h"
 #include "ember/tensor.h"
@@ -227,6 +229,48 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   // stride * step passes int64 only for a step beyond the end, leaving one element that never steps.
   int64_t stepped;
   if (!mul_overflows(strides[d], step, &stepped)) strides[d] = stepped;
+  return make_view(self, std::move(sizes), std::move(strides), offset);
+}
+
+// Windows of `size` elements, `step` apart along `dimension`, as a new last dim (PyTorch's
+// unfold, its checks in its order; a 0-d tensor is one window of its one element).
+Tensor unfold(const Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  const int64_t ndim = self.dim();
+  const int64_t d = wrap_dim(dimension, ndim, "unfold");
+  DimVector sizes = self.sizes(), strides = self.strides();
+  const int64_t max_size = ndim == 0 ? 1 : sizes[d];
+  EMBER_CHECK(size <= max_size, Runtime, "maximum size for tensor at dimension ", d, " is ", max_size,
+              " but size is ", size);
+  EMBER_CHECK(size >= 0, Runtime, "size is ", size, " but must be >= 0");
+  EMBER_CHECK(step > 0, Runtime, "step is ", step, " but must be > 0");
+  sizes.push_back(size);
+  strides.push_back(ndim == 0 ? 1 : strides[d]);
+  if (ndim > 0) {
+    sizes[d] = (sizes[d] - size) / step + 1;
+    strides[d] *= step;
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.offset());
+}
+
+// Any geometry over `self`'s storage, checked against it as PyTorch's setStrided.
+Tensor as_strided(const Tensor& self, const IntList& size, const IntList& stride, std::optional<int64_t> storage_offset) {
+  const int64_t offset = storage_offset.value_or(self.offset());
+  EMBER_CHECK(size.size() == stride.size(), Runtime, "mismatch in length of strides and shape");
+  for (int64_t st : stride)
+    EMBER_CHECK(st >= 0, Runtime, "as_strided: Negative strides are not supported at the moment, got strides: ", stride);
+  DimVector sizes(size), strides(stride);
+  for (int64_t sz : size)  // PyTorch computes in unsigned arithmetic, where a negative size overflows
+    EMBER_CHECK(sz >= 0, Runtime, "Storage size calculation overflowed with sizes=", size, " and strides=", stride);
+  const int64_t itemsize = (int64_t)self.itemsize();
+  const int64_t needed = (int64_t)storage_nbytes_strided(sizes, strides, itemsize);
+  if (needed != 0) {
+    const int64_t total = needed + offset * itemsize;
+    const int64_t available = (int64_t)self.storage()->nbytes;
+    EMBER_CHECK(total <= available, Runtime, "setStorage: sizes ", size, ", strides ", stride, ", storage offset ",
+                offset, ", and itemsize ", itemsize, " requiring a storage size of ", total,
+                " are out of bounds for storage of size ", available);
+  }
+  EMBER_CHECK(offset >= 0, Runtime, "Tensor: invalid storage offset ", offset);
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 

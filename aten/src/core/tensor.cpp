@@ -79,7 +79,12 @@ Tensor Tensor::grad() const {
   if (impl_->autograd->retained_grad) return *impl_->autograd->retained_grad;
   return impl_->autograd->grad;
 }
-void Tensor::set_grad(const Tensor& g) const { impl_->autograd_meta().grad = g; }
+void Tensor::set_grad(const Tensor& g) const {
+  AutogradMeta& meta = impl_->autograd_meta();
+  // After retain_grad() .grad is the retained slot, which backward accumulates into.
+  if (meta.retained_grad) *meta.retained_grad = g;
+  else meta.grad = g;
+}
 std::shared_ptr<Node> Tensor::grad_fn() const {
   const AutogradMeta* m = impl_->autograd.get();
   if (!m) return nullptr;

@@ -384,9 +384,7 @@ class Optimizer:
         for param in param_group["params"]:
             if not isinstance(param, ember.Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
-            # (ember's Tensor has no retains_grad yet: only leaves pass, unless differentiable.)
-            if not self.defaults.get("differentiable", None) and not (
-                    param.is_leaf or getattr(param, "retains_grad", False)):
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
