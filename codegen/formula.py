@@ -30,6 +30,7 @@ HELPERS = {s.name: s for s in map(parse_signature, [
 
 BINARY_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "true_divide", ast.Pow: "pow",
               ast.Mod: "remainder"}
+SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 COMPARE_OPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 
 TENSOR = Type("Tensor")
@@ -50,8 +51,9 @@ def _is_number(t):
     return t.base in ("Scalar", "int", "float", "bool") and not t.is_list
 
 
-def coerce(cpp, have, want):
-    """C++ that passes a value of type `have` where `want` is expected."""
+def coerce(cpp, have, want, wrap=True):
+    """C++ that passes a value of type `have` where `want` is expected (a number as a wrapped
+    0-d tensor only when `wrap`)."""
     if have is None:  # the None literal
         if want.optional or want.is_tensor:
             return "std::nullopt" if not want.is_tensor else "Tensor()"
@@ -59,7 +61,7 @@ def coerce(cpp, have, want):
     if want.is_tensor:
         if have.is_tensor:
             return cpp
-        if _is_number(have) and not have.optional:
+        if _is_number(have) and not have.optional and wrap:
             return f"wrap_number(Scalar({cpp}))"
     elif want.base == "Scalar" and not want.is_list:
         if _is_number(have) and not have.optional:
@@ -102,7 +104,7 @@ class Emitter:
         self.model, self.scope = model, scope  # scope: name -> (cpp, Type)
         self.used, self.shapes = set(), set()
 
-    def bind(self, sig, args, kwargs, skip_self=False):
+    def bind(self, sig, args, kwargs, skip_self=False, wrap=True):
         params = sig.params
         out = []
         positional = [p for p in params if not p.kw_only]
@@ -116,7 +118,7 @@ class Emitter:
         for p in params:
             if p.name in given:
                 cpp, ty = given[p.name]
-                out.append(coerce(cpp, ty, p.type))
+                out.append(coerce(cpp, ty, p.type, wrap))
             elif p.has_default:
                 from .cpp import default_cpp
                 out.append(default_cpp(p))
@@ -129,16 +131,18 @@ class Emitter:
         if not ops:
             raise FormulaError(f"unknown function '{name}'")
         errors = []
-        for op in ops:
+        # Overloads taking the numbers as Scalars first (pow(self, exponent - 1) is pow.Tensor_Scalar,
+        # as PyTorch's formula), then any, wrapping numbers as 0-d tensors.
+        for op, wrap in [(op, False) for op in ops] + [(op, True) for op in ops]:
             try:
-                cpp_args = self.bind(op.sig, args, kwargs)
+                cpp_args = self.bind(op.sig, args, kwargs, wrap=wrap)
             except FormulaError as e:
                 errors.append(str(e))
                 continue
             rets = op.sig.returns
             ty = rets[0].type if len(rets) == 1 else Type("tuple")
             return f"ember::{op.cpp_name}({', '.join(cpp_args)})", ty
-        raise FormulaError("; ".join(errors))
+        raise FormulaError("; ".join(dict.fromkeys(errors)))
 
     def emit(self, n):
         if isinstance(n, ast.Expression):
@@ -165,7 +169,12 @@ class Emitter:
             cpp, ty = self.emit(n.operand)
             return (cpp, ty) if name is None else self.call_op(name, [(cpp, ty)], {})
         if isinstance(n, ast.BinOp):
-            return self.call_op(BINARY_OPS[type(n.op)], [self.emit(n.left), self.emit(n.right)], {})
+            left, right = self.emit(n.left), self.emit(n.right)
+            symbol = SCALAR_OPS.get(type(n.op))
+            if symbol and all(t is not None and _is_number(t) and not t.optional for _, t in (left, right)):
+                # Two numbers: C++ Scalar arithmetic in double (a tensor op would round to float32).
+                return f"autograd::scalar_arith('{symbol}', Scalar({left[0]}), Scalar({right[0]}))", NUMBER
+            return self.call_op(BINARY_OPS[type(n.op)], [left, right], {})
         if isinstance(n, ast.Compare):
             return self.call_op(COMPARE_OPS[type(n.ops[0])], [self.emit(n.left), self.emit(n.comparators[0])], {})
         if isinstance(n, ast.BoolOp):

@@ -210,3 +210,38 @@ def test_composites_gradcheck_and_forward_ad(mode):
                                     False)
 
     assert gradcheck(jvp, tangents)
+
+
+def _higher_order_case(op, mode):
+    """(fn, make_inputs, options) for test_higher_order: `op` as a function of the present
+    float64 tensors of an LSTM-with-projection or GRU layer (the fused op, its backward, its
+    ember-ops rerun and its JVP)."""
+    sizes, proj = [3, 2, 2], (2 if mode == "LSTM" else 0)
+
+    def make_inputs():
+        args = make_args(np.random.default_rng(5), mode, sizes, I=2, H=3, proj=proj)
+        return tuple(a.requires_grad_(True) for a in args if a is not None)
+
+    def full(xs):
+        it = iter(xs)
+        template = make_args(np.random.default_rng(5), mode, sizes, I=2, H=3, proj=proj)
+        return [None if a is None else next(it) for a in template]
+
+    def fn(*xs):
+        args = full(xs)
+        if op == "_rnn_fused":
+            return ember._rnn_fused(*args, sizes, mode, True)[0]
+        if op == "_rnn_reference":
+            return ember._rnn_reference(*args, sizes, mode, True)
+        if op == "_rnn_fused_jvp":  # a function of the tangents (xs squared) at fixed primals: the op detaches
+            primals = make_args(np.random.default_rng(6), mode, sizes, I=2, H=3, proj=proj)  # (reverse-over-forward
+            return ember._rnn_fused_jvp(*[None if a is None else a * a for a in args], *primals, sizes, mode, True)  # unsupported)
+        states, workspace = ember._rnn_fused(*args, sizes, mode, True)
+        grads = ember._rnn_backward(states * states, *args, states, workspace, sizes, mode, True)
+        return [g for g in grads if g is not None and g.numel()]
+
+    return fn, make_inputs, {}
+
+
+HIGHER_ORDER_CASES = {op: [_higher_order_case(op, "LSTM"), _higher_order_case(op, "GRU")]
+                      for op in ("_rnn_fused", "_rnn_backward", "_rnn_reference", "_rnn_fused_jvp")}

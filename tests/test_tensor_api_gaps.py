@@ -377,3 +377,18 @@ def test_jvps_of_the_backward_helpers_and_as_methods():
     for f in [lambda v: v.view_as(ember.zeros(3, 2)), lambda v: v.t().reshape_as(ember.zeros(6)),
               lambda v: v[:1].expand_as(ember.zeros(4, 3))]:
         assert gradcheck(f, (x,), check_forward_ad=True)
+
+
+def _t64(*shape):
+    return ember.tensor(np.random.default_rng(sum(shape)).uniform(-1, 1, shape)).requires_grad_(True)
+
+
+# For test_higher_order: the *_as methods and the two backward helpers, gradgradchecked.
+HIGHER_ORDER_CASES = {
+    "view_as": [(lambda a: a.view_as(ember.zeros(2, 3)) * a.view(2, 3), lambda: (_t64(6),), {})],
+    "reshape_as": [(lambda a: a.t().reshape_as(ember.zeros(6)) ** 2, lambda: (_t64(2, 3),), {})],
+    "expand_as": [(lambda a: a.expand_as(ember.zeros(3, 2, 4)) * a, lambda: (_t64(2, 1),), {})],
+    "_unfold_backward": [(lambda g: ember._unfold_backward(g * g, [7], 0, 3, 2), lambda: (_t64(3, 3),), {})],
+    "_as_strided_backward": [(lambda g: ember._as_strided_backward(g * g, [6], [1], 0, [3, 2], [1, 2], 0),
+                              lambda: (_t64(3, 2),), {})],
+}

@@ -14,6 +14,9 @@ enum class CreationMeta : uint8_t;
 namespace ember::autograd {
 
 Tensor zeros_like(const Tensor& self);
+// Arithmetic of two numbers in a formula (`exponent - 1`), in double or int64 as the operands
+// are: a wrapped-number tensor op would round to the default dtype (float32).
+Scalar scalar_arith(char op, const Scalar& a, const Scalar& b);
 Tensor ones_like(const Tensor& self);
 // div with rounding_mode (PyTorch's DivBackward2): zero, but the formula names the other operand
 // so the node saves it, and an in-place write to it before backward raises, as in PyTorch.

@@ -84,6 +84,15 @@ Tensor ones_like(const Tensor& self) { return ember::ones(self.sizes(), self.dty
 
 Tensor rounded_div_backward(const Tensor& grad, const Tensor&) { return zeros_like(grad); }
 
+Scalar scalar_arith(char op, const Scalar& a, const Scalar& b) {
+  if (op == '/' || a.is_floating() || b.is_floating()) {
+    const double x = a.to_double(), y = b.to_double();
+    return op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+  }
+  const int64_t x = a.to_int(), y = b.to_int();
+  return op == '+' ? x + y : op == '-' ? x - y : x * y;
+}
+
 Tensor sum_to(const Tensor& grad, const IntList& shape) {
   if (grad.sizes() == shape) return grad;
   const int64_t lead = grad.dim() - (int64_t)shape.size();

@@ -1,5 +1,6 @@
 """Convolution layers, as torch.nn.modules.conv: Conv1d/2d/3d (any padding_mode) over F.conv*d,
 ConvTranspose1d/2d/3d over F.conv_transpose*d (output_size picks the output padding)."""
+from ... import _C
 from .. import functional as F
 from ..parameter import UninitializedParameter
 from .lazy import LazyModuleMixin
@@ -115,14 +116,14 @@ class _Conv(_ConvNd):
 class Conv1d(_Conv):
     """A 1-D convolution over an (N, C_in, L) or (C_in, L) input."""
 
-    _functional = staticmethod(F.conv1d)
+    _functional = staticmethod(_C.conv1d)  # F.conv1d itself
     _to_tuple = staticmethod(_single)
 
 
 class Conv2d(_Conv):
     """A 2-D convolution over an (N, C_in, H, W) or (C_in, H, W) input."""
 
-    _functional = staticmethod(F.conv2d)
+    _functional = staticmethod(_C.conv2d)  # F.conv2d itself
     _to_tuple = staticmethod(_pair)
 
 
@@ -190,14 +191,14 @@ class _ConvTranspose(_ConvTransposeNd):
 class ConvTranspose1d(_ConvTranspose):
     """A 1-D transposed convolution over an (N, C_in, L) or (C_in, L) input."""
 
-    _functional = staticmethod(F.conv_transpose1d)
+    _functional = staticmethod(_C.conv_transpose1d)  # F.conv_transpose1d itself
     _to_tuple = staticmethod(_single)
 
 
 class ConvTranspose2d(_ConvTranspose):
     """A 2-D transposed convolution over an (N, C_in, H, W) or (C_in, H, W) input."""
 
-    _functional = staticmethod(F.conv_transpose2d)
+    _functional = staticmethod(_C.conv_transpose2d)  # F.conv_transpose2d itself
     _to_tuple = staticmethod(_pair)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -106,7 +106,8 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
                 suffix = "_reverse" if direction == 1 else ""
-                params = [("weight_ih", (gate_size, layer_input_size)), ("weight_hh", (gate_size, real_hidden_size))]
+                params: List[Tuple[str, Tuple[int, ...]]] = [
+                    ("weight_ih", (gate_size, layer_input_size)), ("weight_hh", (gate_size, real_hidden_size))]
                 if bias:
                     params += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
                 if proj_size > 0:
@@ -131,7 +132,7 @@ class RNNBase(Module):
         _reset_uniform(self, self.hidden_size)
 
     def check_input(self, input: Tensor, batch_sizes: Optional[Tensor]) -> None:
-        weight_dtype = self._flat_weights[0].dtype
+        weight_dtype = self.weight_ih_l0.dtype
         if input.dtype != weight_dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). "
                              f"Convert input: input.to({weight_dtype}), or convert model: model.to({input.dtype})")
@@ -162,7 +163,7 @@ class RNNBase(Module):
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
-    def permute_hidden(self, hx: Tensor, permutation: Optional[Tensor]):
+    def permute_hidden(self, hx: Any, permutation: Optional[Tensor]):
         if permutation is None:
             return hx
         return _apply_permutation(hx, permutation)
@@ -204,18 +205,20 @@ class RNNBase(Module):
         num_directions = 2 if self.bidirectional else 1
         uniform = all(n == batch_sizes[0] for n in batch_sizes)
         B = batch_sizes[0]
-        last = {d: _final_rows(batch_sizes, d == 1, uniform) for d in range(num_directions)}
-        last = {d: None if v is None else ember.from_numpy(v).to(rows.device) for d, v in last.items()}
+        last_np = {d: _final_rows(batch_sizes, d == 1, uniform) for d in range(num_directions)}
+        last = {d: None if v is None else ember.from_numpy(v).to(rows.device) for d, v in last_np.items()}
         h_n, c_n = [], []
         layer_input = rows
         for layer in range(self.num_layers):
             outputs = []
             for d in range(num_directions):
                 index = layer * num_directions + d
-                states, _ = ember._rnn_fused(layer_input, hx[index], cx[index] if lstm else None,
-                                             *self._layer_weights(index), batch_sizes, self.mode, d == 1)
-                if last[d] is not None:
-                    final = states.index_select(0, last[d])
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(index)
+                states, _ = ember._rnn_fused(layer_input, hx[index], cx[index] if cx is not None else None,
+                                             w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, self.mode, d == 1)
+                last_rows = last[d]
+                if last_rows is not None:
+                    final = states.index_select(0, last_rows)
                 else:  # forward: the last B rows; reverse: the first B
                     final = states[-B:] if d == 0 else states[:B]
                 outputs.append(states[:, :hout] if lstm else states)
@@ -274,7 +277,7 @@ class RNNBase(Module):
             rows, sizes = seq.reshape(T * B, seq.size(2)), [B] * T
         h_in, c_in = (hx[0], hx[1]) if lstm else (hx, None)
         out_rows, h_n, c_n = self._run_layers(rows, sizes, h_in, c_in)
-        hidden = (h_n, c_n) if lstm else h_n
+        hidden: Any = (h_n, c_n) if lstm else h_n
 
         if batch_sizes is not None:
             return PackedSequence(out_rows, batch_sizes, sorted_indices, unsorted_indices), \
@@ -429,7 +432,7 @@ class RNNCellBase(Module):
         out, _ = ember._rnn_fused(input, hx, cx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None,
                                   [B], mode, False)
         H = self.hidden_size
-        result = (out[:, :H], out[:, H:]) if lstm else out
+        result: Any = (out[:, :H], out[:, H:]) if lstm else out
         if not is_batched:
             result = (result[0].squeeze(0), result[1].squeeze(0)) if lstm else result.squeeze(0)
         return result

@@ -109,7 +109,7 @@ def _lengths_array(lengths) -> np.ndarray:
     if isinstance(lengths, Tensor):
         if lengths.dim() != 1:
             raise RuntimeError("'lengths' argument should be a 1D CPU int64 tensor, but got "
-                               f"{lengths.dim()}D {lengths.device.type} {lengths.type().split('.')[-1][:-6]} tensor")
+                               f"{lengths.dim()}D {lengths.device.type} {str(lengths.type()).split('.')[-1][:-6]} tensor")
         return lengths.cpu().numpy().astype(np.int64)
     arr = np.asarray(lengths)
     if arr.ndim != 1:
@@ -138,32 +138,32 @@ def pack_padded_sequence(input: Tensor, lengths: Union[Tensor, List[int]], batch
     :attr:`input` is ``T x B x *`` (``B x T x *`` if :attr:`batch_first`); with
     :attr:`enforce_sorted` the sequences must be sorted by length, longest first.
     """
-    lengths = _lengths_array(lengths)
+    sizes = _lengths_array(lengths)  # as a NumPy array
     batch_dim = 0 if batch_first else 1
     if enforce_sorted:
         sorted_indices = None
-        order = np.arange(lengths.size)
+        order = np.arange(sizes.size)
     else:
-        order = np.argsort(-lengths, kind="stable")
+        order = np.argsort(-sizes, kind="stable")
         sorted_indices = _index(order, input.device)
-        lengths = lengths[order]
-    if lengths.size != input.size(batch_dim):
-        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lengths.size} "
+        sizes = sizes[order]
+    if sizes.size != input.size(batch_dim):
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {sizes.size} "
                            f"(batch_size={input.size(batch_dim)})")
-    if lengths.size and lengths[-1] <= 0:
+    if sizes.size and sizes[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
-    if np.any(lengths[1:] > lengths[:-1]):
+    if np.any(sizes[1:] > sizes[:-1]):
         raise RuntimeError(
             "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
             "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if "
             "you do not need ONNX exportability.")
     T = input.size(1 - batch_dim)
-    if lengths.size and lengths[0] > T:
-        raise RuntimeError(f"pack_padded_sequence: a length ({lengths[0]}) exceeds the padded sequence length ({T})")
-    batch_sizes = _batch_sizes(lengths)
+    if sizes.size and sizes[0] > T:
+        raise RuntimeError(f"pack_padded_sequence: a length ({sizes[0]}) exceeds the padded sequence length ({T})")
+    batch_sizes = _batch_sizes(sizes)
     # Row (t, b) of the flattened input is t * B + order[b] (time-major) or order[b] * T + t.
-    B = lengths.size
+    B = sizes.size
     t_idx = np.repeat(np.arange(batch_sizes.size), batch_sizes)
     b_idx = np.concatenate([order[:n] for n in batch_sizes]) if batch_sizes.size else np.zeros(0, np.int64)
     rows = b_idx * T + t_idx if batch_first else t_idx * B + b_idx
