@@ -275,7 +275,7 @@ void handle_view_on_rebase(const AutogradMeta& meta, bool indirect, const char* 
   if (meta.creation_meta == CreationMeta::Default) return;
   const Node* fn = meta.grad_fn.get();
   const std::string modified = indirect ? "its base or another view of its base has been" : "is being";
-  std::string msg = op && !indirect ? std::string(op) + ": " : std::string();
+  std::string msg;  // no op name first: PyTorch's message starts with the view
   if (meta.creation_meta == CreationMeta::NoGradMode || !fn) {
     msg += fn ? "Output " + std::to_string(meta.output_nr) + " of " + short_node_name(*fn) +
                     " is a view of a view which was created in"
