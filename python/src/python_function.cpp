@@ -219,7 +219,7 @@ py::object function_finish(const std::shared_ptr<Node>& base_node, const py::tup
 
   py::tuple result(num_outputs);
   std::unordered_map<TensorImpl*, Tensor> saved_as_output;  // forward result -> what backward unpacks for it
-  size_t dirty_returned = 0;
+  size_t dirty_returned = 0, num_diff_outputs = 0;
   for (size_t i = 0; i < num_outputs; ++i) {
     PyObject* o = outputs[i].ptr();
     if (!is_tensor(o)) {
@@ -234,9 +234,18 @@ py::object function_finish(const std::shared_ptr<Node>& base_node, const py::tup
     const bool differentiable = node->executable && !non_diff.count(impl) && is_floating(var.dtype());
     if (node->executable) node->output_info.push_back({true, var.sizes(), var.dtype(), var.device()});
     Tensor out = wrap_output(node, var, (uint32_t)i, num_outputs, is_input, is_modified, differentiable);
+    // An output that is (a view of) an input may not be written in place: the view+inplace
+    // rebase would route its gradient around the Function's backward (PyTorch raises too).
+    if (!(is_input && is_modified) && is_view(out)) out.impl()->autograd->creation_meta = CreationMeta::InCustomFunction;
+    num_diff_outputs += differentiable;
     result[i] = out.is_same(var) ? outputs[i] : py::reinterpret_steal<py::object>(wrap(out));
     if (is_modified || (differentiable && !is_input)) saved_as_output[impl] = out;
   }
+  // Views among several differentiable outputs share one node: none may be written in place.
+  if (num_diff_outputs > 1)
+    for (py::handle o : result)
+      if (is_tensor(o.ptr()) && is_view(tensor_of(o.ptr())))
+        tensor_of(o.ptr()).impl()->autograd->creation_meta = CreationMeta::MultiOutputNode;
   EMBER_CHECK(dirty_returned >= dirty.size(), Runtime, "Some elements marked as dirty during the forward method were "
               "not returned as output. The inputs that are modified inplace must all be outputs of the Function.");
 

@@ -72,6 +72,7 @@ enum class CreationMeta : uint8_t {
   Default,
   NoGradMode,       // taken with grad mode off
   MultiOutputNode,  // an output of unbind/split/chunk: one node holds them all
+  InCustomFunction,  // a custom Function's output that is (a view of) an input: its node is the Function's
 };
 
 struct AutogradMeta;

@@ -263,7 +263,7 @@ void handle_view_on_rebase(const AutogradMeta& meta, bool indirect, const char* 
   if (meta.creation_meta == CreationMeta::Default) return;
   const Node* fn = meta.grad_fn.get();
   const std::string modified = indirect ? "its base or another view of its base has been" : "is being";
-  std::string msg = op && !indirect ? std::string(op) + ": " : std::string();
+  std::string msg;  // no op name first: PyTorch's message starts with the view
   if (meta.creation_meta == CreationMeta::NoGradMode || !fn) {
     msg += fn ? "Output " + std::to_string(meta.output_nr) + " of " + short_node_name(*fn) +
                     " is a view of a view which was created in"
@@ -276,6 +276,11 @@ void handle_view_on_rebase(const AutogradMeta& meta, bool indirect, const char* 
   if (meta.creation_meta == CreationMeta::MultiOutputNode)
     msg += " This view is the output of a function that returns multiple views. Such functions do not allow the "
            "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+  else if (meta.creation_meta == CreationMeta::InCustomFunction)
+    msg += " This view was created inside a custom Function (or because an input was returned as-is) and the "
+           "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+           "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+           "output of the custom Function.";
   else
     msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
