@@ -126,21 +126,8 @@ class BackwardHook:
         out = tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)
         return out, tensors_idx
 
-    def _check_inputs_not_modified(self) -> None:
-        # PyTorch refuses an in-place op on the hook node's outputs (views made inside a custom
-        # Function); ember's engine would rebase them past the node, and the hooks would never run.
-        for i, tensor, node in self._hooked:
-            if tensor.grad_fn is not node:
-                raise RuntimeError(f"Output {i} of BackwardHookFunction is a view and is being modified inplace. This "
-                                   "view was created inside a custom Function (or because an input was returned "
-                                   "as-is) and the autograd logic to handle view+inplace would override the custom "
-                                   "backward associated with the custom Function, leading to incorrect gradients. "
-                                   "This behavior is forbidden. You can fix this by cloning the output of the custom "
-                                   "Function.")
-
     def setup_input_hook(self, args: Any) -> Any:
         res, input_idx = self._apply_on_tensors(self._set_user_hook, args)
-        self._hooked = [(i, res[idx], res[idx].grad_fn) for i, idx in enumerate(input_idx or ())]
         self.n_inputs = len(args)
         self.input_tensors_index = input_idx
         return res
@@ -175,7 +162,6 @@ class BackwardHook:
         return self._unpack_none(self.output_tensors_index, local_grad_outputs)
 
     def setup_output_hook(self, args: Any) -> Any:
-        self._check_inputs_not_modified()
         is_tuple = isinstance(args, tuple)
         if not is_tuple:
             args = (args,)
