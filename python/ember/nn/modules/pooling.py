@@ -95,8 +95,8 @@ class AvgPool1d(_AvgPoolNd):
                             self.count_include_pad)
 
 
-class AvgPool2d(_AvgPoolNd):
-    """The mean of each kernel_size window of the last two dims (or its sum / divisor_override)."""
+class _AvgPoolWithDivisor(_AvgPoolNd):
+    """The options of AvgPool2d and AvgPool3d (divisor_override included)."""
 
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 
@@ -109,6 +109,10 @@ class AvgPool2d(_AvgPoolNd):
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
+
+
+class AvgPool2d(_AvgPoolWithDivisor):
+    """The mean of each kernel_size window of the last two dims (or its sum / divisor_override)."""
 
     def forward(self, input):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,

@@ -3,7 +3,7 @@
 F.fractional_max_pool*d."""
 from .. import functional as F
 from .module import Module
-from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _MaxPoolNd, _MaxUnpoolNd
+from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolWithDivisor, _MaxPoolNd, _MaxUnpoolNd
 from .utils import _pair, _triple
 
 __all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
@@ -32,20 +32,8 @@ class MaxUnpool3d(_MaxUnpoolNd):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
-class AvgPool3d(_AvgPoolNd):
+class AvgPool3d(_AvgPoolWithDivisor):
     """The mean of each kernel_size window of the last three dims (or its sum / divisor_override)."""
-
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
 
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
