@@ -80,7 +80,21 @@ from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from . import autograd, cuda, backends, func, linalg, nn, optim, utils  # noqa: E402,F401
+from . import autograd, cuda, backends, func, linalg, utils  # noqa: E402,F401
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
+
+# nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
+# most of `import ember`'s time, and a program using only tensors need not pay it.
+_LAZY_SUBMODULES = ("nn", "optim", "distributed")
+if _TYPE_CHECKING:
+    from . import distributed, nn, optim  # noqa: F401
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")  # binds ember.<name> as it imports
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 
