@@ -12,6 +12,8 @@ HELPERS = {s.name: s for s in map(parse_signature, [
     "zeros_like(Tensor self) -> Tensor",
     "ones_like(Tensor self) -> Tensor",
     "rounded_div_backward(Tensor grad, Tensor saved) -> Tensor",
+    "maybe_multiply(Tensor grad, Scalar factor) -> Tensor",
+    "mm_mat2_backward(Tensor grad, Tensor self, int[] mat2_strides) -> Tensor",
     "sum_to(Tensor grad, int[] shape) -> Tensor",
     "sum_over(Tensor self, int[1]? dim, bool keepdim) -> Tensor",
     "expand_reduced(Tensor grad, int[] shape, int[1]? dim, bool keepdim) -> Tensor",

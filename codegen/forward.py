@@ -48,16 +48,17 @@ LINEAR_IN = {
     "replication_pad1d": _ALONE, "replication_pad2d": _ALONE, "replication_pad3d": _ALONE,
     "_pad_edge_backward": [("grad_output",)], "max_unpool2d": [("self",)], "upsample_bicubic2d": _ALONE,
     "_upsample_bicubic2d_backward": [("grad_output",)],
+    "_gelu_erf_backward": [("grad_output",)],  # model speed (issue 12)
     "_sdpa_flash_jvp": [("query_t", "key_t", "value_t")],  # sdpa (issue 11)
     "_rnn_fused_jvp": [("input_t", "hx_t", "cx_t", "w_ih_t", "w_hh_t", "b_ih_t", "b_hh_t", "w_hr_t")],  # rnn (issue 12)
     # helpers (formula.HELPERS)
-    "rounded_div_backward": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
+    "rounded_div_backward": [("grad",)], "maybe_multiply": [("grad",)], "sum_to": [("grad",)], "sum_over": _ALONE, "expand_reduced": [("grad",)],
     "prod_backward": [("grad",)], "select_extreme_backward": [("grad",)], "index_reduction_backward": [("grad",)],
     "vector_norm_backward": [("grad",)], "select_backward": [("grad",)], "slice_backward": [("grad",)],
     "index_backward": [("grad",)], "index_put": [("self", "values")], "index_values_backward": [("grad",)],
 }
 ZERO_FUNCTIONS = {"zeros_like"}          # zero whatever their argument
-ELEMENTWISE_HELPERS = {"zeros_like", "ones_like", "rounded_div_backward", "clamp_mask"}
+ELEMENTWISE_HELPERS = {"zeros_like", "ones_like", "rounded_div_backward", "clamp_mask", "maybe_multiply"}
 
 
 @dataclass

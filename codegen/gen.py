@@ -1,5 +1,6 @@
 """Renders the model into the build tree. Files are written only when their
 content changes, so an edit to one op recompiles only what depends on it."""
+import ast
 import re
 import zlib
 from pathlib import Path
@@ -8,7 +9,7 @@ import jinja2
 
 from . import expr
 from .cpp import args_list, literal, param_type, params_decl, return_type, value_type
-from .formula import emit_formulas, geometry_members
+from .formula import GEOMETRY, emit_formulas, geometry_members
 from .forward import forward_plan
 from .python import docs_text, param_spec, pyi_files, python_groups
 
@@ -333,7 +334,12 @@ class OpGen:
 
 
 def _names_in(tree):
-    return set(expr.free_names(tree))
+    """The names a formula reads as values (not called functions): in `strides(x)` x is read
+    for its geometry only, which the node saves apart from x."""
+    skip = {id(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
+    skip |= {id(c.args[0]) for c in ast.walk(tree)
+             if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in GEOMETRY and c.args}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in skip}
 
 
 class Writer:

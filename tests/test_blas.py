@@ -676,3 +676,16 @@ def test_large_batched_products_split_by_batch_or_by_product(threads, batch):
     expected = a @ b.transpose(0, 2, 1)
     close(got, expected, rtol=1e-10, atol=1e-10)
     close(got_f, expected, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("n, k, m", [(5, 4, 8), (1, 3, 1), (7, 1, 6), (64, 33, 17)])
+def test_linear_weight_gradient_is_row_major(n, k, m):
+    # mm's gradient for a transposed mat2 (x @ w.t(), nn.Linear) is built transposed, so w.grad
+    # comes out row-major with no copy, and equal to the plain formula.
+    x = ember.randn(n, k, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(m, k, dtype=ember.float64, requires_grad=True)
+    (x @ w.t()).pow(2).sum().backward()
+    g = 2 * (x.detach().numpy() @ w.detach().numpy().T)
+    np.testing.assert_allclose(w.grad.numpy(), g.T @ x.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), g @ w.detach().numpy(), rtol=1e-12)
+    assert w.grad.is_contiguous()

@@ -212,6 +212,12 @@ def np_gelu(a, approximate="none"):
     return a * 0.5 * np_erfc(-a / math.sqrt(2))
 
 
+def np_gelu_backward(grad, a, approximate="none"):
+    """gelu's derivative times grad: Phi(a) + a phi(a), Phi written with erfc (no cancellation)."""
+    a = np.asarray(a, dtype=np.float64)
+    return grad * (0.5 * np_erfc(-a / math.sqrt(2)) + a * np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi))
+
+
 def np_glu(a, dim=-1):
     a = np.asarray(a)
     first, second = np.split(a, 2, axis=dim)
@@ -226,7 +232,7 @@ HELPERS = {
     "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
     "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
     "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm,
-    "np_erf": np_erf, "np_erfc": np_erfc, "np_erfinv": np_erfinv, "np_gelu": np_gelu, "np_glu": np_glu,
+    "np_erf": np_erf, "np_erfc": np_erfc, "np_erfinv": np_erfinv, "np_gelu": np_gelu, "np_gelu_backward": np_gelu_backward, "np_glu": np_glu,
 }
 
 

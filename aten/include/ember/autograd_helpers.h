@@ -21,6 +21,11 @@ Tensor ones_like(const Tensor& self);
 // div with rounding_mode (PyTorch's DivBackward2): zero, but the formula names the other operand
 // so the node saves it, and an in-place write to it before backward raises, as in PyTorch.
 Tensor rounded_div_backward(const Tensor& grad, const Tensor& saved);
+// grad * factor, or grad itself when factor is 1 (add's alpha): no pass over the gradient.
+Tensor maybe_multiply(const Tensor& grad, const Scalar& factor);
+// mm's gradient for mat2 in mat2's layout: a transposed mat2 (nn.Linear's weight.t()) gets a
+// transposed gradient, so the weight's .grad comes out row-major without a copy, as in PyTorch.
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& self, const IntList& mat2_strides);
 // Sums a broadcast gradient down to `shape`.
 Tensor sum_to(const Tensor& grad, const IntList& shape);
 // `self` summed over `dim`, all dims when None or empty (amax's, norm's reading of `dim`).

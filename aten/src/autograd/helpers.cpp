@@ -21,6 +21,7 @@
 #include "ember/ops/le.h"
 #include "ember/ops/logical_and.h"
 #include "ember/ops/logical_or.h"
+#include "ember/ops/mm.h"
 #include "ember/ops/mul.h"
 #include "ember/ops/narrow.h"
 #include "ember/ops/ones.h"
@@ -29,6 +30,7 @@
 #include "ember/ops/reshape.h"
 #include "ember/ops/sign.h"
 #include "ember/ops/sum.h"
+#include "ember/ops/t.h"
 #include "ember/ops/to.h"
 #include "ember/ops/true_divide.h"
 #include "ember/ops/unsqueeze.h"
@@ -83,6 +85,17 @@ Tensor sum_over(const Tensor& self, const std::optional<IntList>& dim, bool keep
 Tensor ones_like(const Tensor& self) { return ember::ones(self.sizes(), self.dtype(), self.device(), false); }
 
 Tensor rounded_div_backward(const Tensor& grad, const Tensor&) { return zeros_like(grad); }
+
+Tensor maybe_multiply(const Tensor& grad, const Scalar& factor) {
+  if (factor.to_double() == 1.0) return grad;
+  return ember::mul(grad, wrap_number(factor));
+}
+
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& self, const IntList& mat2_strides) {
+  if (mat2_strides.size() == 2 && mat2_strides[0] == 1 && mat2_strides[1] != 1)
+    return ember::t(ember::mm(ember::t(grad), self));
+  return ember::mm(ember::t(self), grad);
+}
 
 Scalar scalar_arith(char op, const Scalar& a, const Scalar& b) {
   if (op == '/' || a.is_floating() || b.is_floating()) {
