@@ -28,7 +28,7 @@ SHM_DIR = "/dev/shm"
 _COUNT = struct.Struct("q")
 
 _strategy = "file_descriptor" if hasattr(os, "memfd_create") else "file_system"
-_segments = {}  # data_ptr -> _Segment, for every shared storage mapped in this process
+_segments: dict = {}  # data_ptr -> _Segment, for every shared storage mapped in this process
 _share_lock = threading.Lock()  # a Queue's feeder thread shares storages beside the main thread
 
 
