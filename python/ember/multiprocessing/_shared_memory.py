@@ -86,6 +86,13 @@ def adjust_refcount(name, nbytes, delta):
         os.close(fd)  # releases the lock
 
 
+def start_tracker():
+    """Starts the resource tracker now, so that processes forked from here on share it: a name is then
+    unregistered from the tracker that registered it, whichever process unlinks it."""
+    from multiprocessing import resource_tracker
+    resource_tracker.ensure_running()
+
+
 def _track(name):
     from multiprocessing import resource_tracker
     resource_tracker.register("/" + name, "shared_memory")
