@@ -281,11 +281,11 @@ def test_segment_of_a_dead_child_is_removed_with_its_last_user():
 # ---------------------------------------------------------------- spawn
 def test_spawn_runs_fn_with_each_index():
     shared = ember.zeros(3).share_memory_()
-    assert mp.spawn(_write_index, args=(shared,), nprocs=3) is None
-    assert shared.tolist() == [1, 2, 3]
-    shared.zero_()
-    mp.start_processes(_write_index, args=(shared,), nprocs=2, start_method="fork")
+    assert mp.spawn(_write_index, args=(shared,), nprocs=2) is None
     assert shared.tolist() == [1, 2, 0]
+    shared.zero_()
+    mp.start_processes(_write_index, args=(shared,), nprocs=3, start_method="fork")
+    assert shared.tolist() == [1, 2, 3]
 
 
 def test_spawn_join_false_returns_a_process_context():
