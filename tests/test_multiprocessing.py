@@ -103,6 +103,15 @@ def _nothing(i):
     pass
 
 
+def _drop_inherited(box, ptr):
+    from ember.multiprocessing import _shared_memory
+    assert _shared_memory.segment_of(box[0].untyped_storage()) is not None
+    box.pop()  # the child's last reference: the mapping dies here, without the parent's finalizer
+    gc.collect()
+    stale = _shared_memory._segments.get(ptr)
+    assert stale is not None and stale.mapping() is None  # what segment_of refuses
+
+
 def _train_step(model):
     with ember.no_grad():
         for p in model.parameters():
@@ -131,6 +140,16 @@ def test_share_memory_moves_storage_in_place(strategy):
     del x, view, empty
     gc.collect()
     assert not _our_segments([os.getpid()])
+
+
+def test_new_shared_storage(strategy):
+    storage = ember.UntypedStorage._new_shared(24)
+    assert isinstance(storage, ember.UntypedStorage) and storage.nbytes() == 24 and storage.is_shared()
+    t = ember._utils._rebuild_tensor(storage, 0, (2, 3), (3, 1), ember.float32)
+    ember.stack([ember.ones(3), ember.full((3,), 2.0)], out=t)  # a batch collated straight into shared memory
+    assert t.tolist() == [[1, 1, 1], [2, 2, 2]] and t.is_shared()
+    with pytest.raises(RuntimeError, match="only CPU memory"):
+        ember.UntypedStorage._new_shared(8, device="cuda")
 
 
 def test_storages_round_trip_through_the_forking_pickler(strategy):
@@ -276,6 +295,13 @@ def test_segment_of_a_dead_child_is_removed_with_its_last_user():
         assert not _our_segments([p.pid])
     finally:
         mp.set_sharing_strategy(prev)
+
+
+def test_forked_child_does_not_trust_an_inherited_segment_that_died(strategy):
+    box = [ember.ones(1000).share_memory_()]
+    ptr = box[0].untyped_storage().data_ptr()
+    _run(multiprocessing.get_context("fork"), _drop_inherited, box, ptr)
+    assert box[0].is_shared() and box[0].sum().item() == 1000
 
 
 # ---------------------------------------------------------------- spawn

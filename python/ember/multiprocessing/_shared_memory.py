@@ -20,6 +20,7 @@ import os
 import secrets
 import struct
 import threading
+import weakref
 from multiprocessing import util
 
 from .. import _C
@@ -33,10 +34,11 @@ _share_lock = threading.Lock()  # a Queue's feeder thread shares storages beside
 
 
 class _Segment:
-    __slots__ = ("kind", "nbytes", "fd", "name")
+    __slots__ = ("kind", "nbytes", "fd", "name", "mapping")
 
     def __init__(self, kind, nbytes, fd=None, name=None):
         self.kind, self.nbytes, self.fd, self.name = kind, nbytes, fd, name
+        self.mapping = None  # a weak reference to the mmap
 
 
 def _count_offset(nbytes):
@@ -54,6 +56,7 @@ def _map(fd, length, nbytes, segment, populate=False):
     mapping = mmap.mmap(fd, length, flags=flags)
     storage = _C._storage_from_buffer(memoryview(mapping)[:nbytes], copy=False)
     ptr = storage.data_ptr()
+    segment.mapping = weakref.ref(mapping)
     _segments[ptr] = segment
     # The mapping dies with the last storage over it (the storage holds it through the buffer). A
     # multiprocessing Finalize also runs at exit, in children too (after joining theirs), never in a forked copy.
@@ -119,13 +122,17 @@ def new_shared_storage(nbytes, strategy=None):
     name = f"ember_{os.getpid()}_{secrets.token_hex(8)}"
     length = _count_offset(nbytes) + _COUNT.size
     fd = os.open(_path(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    tracked = False
     try:
         os.ftruncate(fd, length)
         os.pwrite(fd, _COUNT.pack(1), _count_offset(nbytes))  # this process's mapping
         _track(name)
+        tracked = True
         return _map(fd, length, nbytes, _Segment(strategy, nbytes, name=name), populate=True)
     except BaseException:
         os.unlink(_path(name))
+        if tracked:
+            _untrack(name)
         raise
     finally:
         os.close(fd)
@@ -162,7 +169,12 @@ def segment_of(storage):
     """The segment of a shared CPU storage, or None."""
     if storage.device.type != "cpu":
         return None
-    return _segments.get(storage.data_ptr())
+    segment = _segments.get(storage.data_ptr())
+    # A forked child inherits the registry but not the finalizers: an entry whose mapping died there is
+    # stale, and new memory may since have come at its address.
+    if segment is None or segment.mapping() is None:
+        return None
+    return segment
 
 
 def share_storage_(storage):
