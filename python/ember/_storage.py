@@ -67,5 +67,5 @@ _METHODS = dict(clone=clone, cpu=cpu, __reduce_ex__=__reduce_ex__, __deepcopy__=
                 __repr__=__repr__, share_memory_=share_memory_, is_shared=is_shared)
 for _name, _fn in _METHODS.items():
     setattr(UntypedStorage, _name, _fn)
-UntypedStorage._new_shared = classmethod(_new_shared)
+setattr(UntypedStorage, "_new_shared", classmethod(_new_shared))
 UntypedStorage.__module__ = "ember"
