@@ -394,10 +394,24 @@ def test_cuda_tensors_are_refused():
     assert not t.is_shared()
 
 
-def test_import_ember_does_not_load_multiprocessing():
-    code = ("import sys, ember\nassert 'ember.multiprocessing' not in sys.modules\n"
-            "assert ember.multiprocessing.get_sharing_strategy() == 'file_descriptor'\nprint('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+_IMPORT_ORDER = """
+import sys, ember
+from multiprocessing.reduction import ForkingPickler
+assert 'ember.multiprocessing' not in sys.modules
+if sys.argv[1] == 'nn-first':
+    from ember import nn
+assert ember.multiprocessing.get_sharing_strategy() == 'file_descriptor'
+assert sys.argv[1] == 'nn-first' or 'ember.nn' not in sys.modules  # ember.nn stays unloaded
+from ember import nn
+assert ForkingPickler._extra_reducers[nn.Parameter] is ForkingPickler._extra_reducers[ember.Tensor]
+print('ok')
+"""
+
+
+@pytest.mark.parametrize("order", ["nn-first", "multiprocessing-first"])
+def test_lazy_imports_and_parameter_reduction_in_either_order(order):
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ORDER, order], capture_output=True, text=True,
+                         timeout=TIMEOUT, env=child_env())
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
