@@ -34,11 +34,12 @@ _share_lock = threading.Lock()  # a Queue's feeder thread shares storages beside
 
 
 class _Segment:
-    __slots__ = ("kind", "nbytes", "fd", "name", "mapping")
+    __slots__ = ("kind", "nbytes", "fd", "name", "ptr", "pid", "mapping", "released")
 
     def __init__(self, kind, nbytes, fd=None, name=None):
         self.kind, self.nbytes, self.fd, self.name = kind, nbytes, fd, name
-        self.mapping = None  # a weak reference to the mmap
+        self.ptr = self.pid = self.mapping = None  # set by _map; mapping: a weak reference to the mmap
+        self.released = False
 
 
 def _count_offset(nbytes):
@@ -55,22 +56,39 @@ def _map(fd, length, nbytes, segment, populate=False):
     flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
     mapping = mmap.mmap(fd, length, flags=flags)
     storage = _C._storage_from_buffer(memoryview(mapping)[:nbytes], copy=False)
-    ptr = storage.data_ptr()
-    segment.mapping = weakref.ref(mapping)
-    _segments[ptr] = segment
-    # The mapping dies with the last storage over it (the storage holds it through the buffer). A
-    # multiprocessing Finalize also runs at exit, in children too (after joining theirs), never in a forked copy.
-    util.Finalize(mapping, _release, args=(ptr, segment), exitpriority=-10)
+    segment.ptr, segment.pid = storage.data_ptr(), os.getpid()
+    # The mapping dies with the last storage over it (the storage holds it through the buffer).
+    segment.mapping = weakref.ref(mapping, lambda _, segment=segment: _release(segment))
+    _segments[segment.ptr] = segment
     return storage
 
 
-def _release(ptr, segment):
-    if _segments.get(ptr) is segment:
-        del _segments[ptr]
+def _release(segment):
+    """Gives back this process's reference to the segment: when its mapping dies, or at exit."""
+    if _segments.get(segment.ptr) is segment:
+        del _segments[segment.ptr]
+    if segment.released or segment.pid != os.getpid():  # a forked copy's: the parent holds that reference
+        return
+    segment.released = True
     if segment.kind == "file_descriptor":
         os.close(segment.fd)
     else:
         adjust_refcount(segment.name, segment.nbytes, -1)
+
+
+def _release_all():
+    for segment in list(_segments.values()):
+        _release(segment)
+
+
+def _install_exit_hook(_=None):
+    # multiprocessing runs its exit finalizers in children too (after joining theirs), but a forked
+    # child starts with none (its arguments' mappings are made before that), so the hook goes in again.
+    util.Finalize(None, _release_all, exitpriority=-10)
+
+
+_install_exit_hook()
+util.register_after_fork(_release_all, _install_exit_hook)
 
 
 def adjust_refcount(name, nbytes, delta):
