@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
 # most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES = ("nn", "optim", "distributed")
+_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim  # noqa: F401
 
@@ -152,3 +152,6 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique",
 ] + list(_LEGACY_TYPES)
+
+# ember.multiprocessing (shared-memory tensors across processes) loads on first use.
+_LAZY_SUBMODULES += ("multiprocessing",)
