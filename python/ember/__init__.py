@@ -81,6 +81,7 @@ from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, func, linalg, utils  # noqa: E402,F401
+from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
 from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
@@ -150,5 +151,5 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "allclose", "equal", "unique",
+    "allclose", "equal", "unique", "from_dlpack",
 ] + list(_LEGACY_TYPES)

@@ -89,6 +89,17 @@ class Tensor(_C.TensorBase):
             return a.astype(dtype, copy=_bool(copy))
         return a.copy() if copy else a
 
+    def __dlpack__(self, *, stream: Optional[_int] = -1, max_version: Optional[tuple] = None,
+                   dl_device: Optional[tuple] = None, copy: Optional[_bool] = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory, for another library's `from_dlpack`
+        ("dltensor_versioned" when `max_version` >= (1, 0), else the legacy "dltensor")."""
+        from .utils.dlpack import _export
+        return _export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple:
+        from .utils.dlpack import _dlpack_device
+        return _dlpack_device(self)
+
     def __repr__(self) -> str:
         return tensor_repr(self)
 
