@@ -115,22 +115,24 @@ def from_dlpack(ext_tensor: Any, *, device: Union[str, _C.device, None] = None,
     kwargs: dict = {"max_version": _DLPACK_VERSION}
     if copy is not None:
         kwargs["copy"] = copy
-    cross_device = False
+    target_device = None  # set when the tensor must move after import
     if device is not None:
-        device = _C.device(device) if isinstance(device, str) else device
+        if isinstance(device, str):
+            device = _C.device(device)
         if not isinstance(device, _C.device):
             raise AssertionError(f"from_dlpack: unsupported device type: {type(device)}")
         target = tuple(int(d) for d in _dl_device_of(device))
-        cross_device = target != ext_device
-        if cross_device and copy is False:
+        if target == ext_device:
+            kwargs["dl_device"] = target
+        elif copy is False:
             raise ValueError(f"cannot move DLPack tensor from device {ext_device} to {target} without copying. "
                              "Set copy=None or copy=True.")
-        if not cross_device:
-            kwargs["dl_device"] = target
+        else:
+            target_device = device
     capsule, producer_copied = _call_dlpack(ext_tensor, kwargs)
     tensor = _C._from_dlpack(capsule)
-    if cross_device:
-        return tensor.to(device)
+    if target_device is not None:
+        return tensor.to(target_device)
     if copy and not producer_copied:
         tensor = tensor.clone()
     return tensor
