@@ -206,3 +206,44 @@ def test_loading_does_not_import_torch():
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False"]
+
+
+def test_add_graph_records_ops_scopes_and_shapes(tmp_path):
+    from tensorboardX.proto.graph_pb2 import GraphDef
+    nn = ember.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 8)
+            self.body = nn.Sequential(nn.ReLU(), nn.Linear(8, 2))
+
+        def forward(self, x, y):
+            return self.body(self.fc1(x)) * 2 + y, x.sum()
+
+    model = Net()
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_graph(model, (ember.randn(3, 4), ember.ones(3, 2)))
+    graphs = [GraphDef.FromString(e.graph_def) for e in read_events(str(tmp_path)) if e.graph_def]
+    assert len(graphs) == 1
+    nodes = {n.name: n for n in graphs[0].node}
+    shapes = {name: [[d.size for d in s.dim] for s in n.attr["_output_shapes"].list.shape] for name, n in nodes.items()}
+    assert nodes["input/input.1"].op == nodes["input/input.2"].op == "IO Node"
+    assert nodes["Net/Linear[fc1]/weight"].op == "prim::GetAttr" and shapes["Net/Linear[fc1]/weight"] == [[8, 4]]
+    assert shapes["Net/Sequential[body]/Linear[1]/bias"] == [[2]]
+    relu = [n for n in nodes.values() if n.op == "aten::relu"]
+    assert len(relu) == 1 and relu[0].name.startswith("Net/Sequential[body]/ReLU[0]/")
+    fc1_out = nodes[relu[0].input[0]]  # the op Linear fc1 ended with, fed by the input and fc1's parameters
+    assert fc1_out.name.startswith("Net/Linear[fc1]/") and shapes[fc1_out.name] == [[3, 8]]
+    feeding = set()
+    stack = list(fc1_out.input)
+    while stack:
+        feeding.add(stack[-1])
+        stack += list(nodes[stack.pop()].input)
+    assert {"input/input.1", "Net/Linear[fc1]/weight", "Net/Linear[fc1]/bias"} <= feeding
+    assert shapes["output/output.1"] == [[3, 2]] and shapes["output/output.2"] == [[]]
+    assert nodes[nodes["output/output.2"].input[0]].op == "aten::sum"
+    add = nodes[nodes["output/output.1"].input[0]]
+    assert add.op.startswith("aten::add") and "input/input.2" in add.input
+    assert all(i in nodes for n in nodes.values() for i in n.input)  # every edge names a node
+    assert not model.fc1._forward_hooks and not model.fc1._forward_pre_hooks  # the scope hooks are gone

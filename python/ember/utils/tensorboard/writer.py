@@ -156,6 +156,13 @@ class SummaryWriter:
         """Adds text (markdown)."""
         self._add(tbx.text(tag, text_string), global_step, walltime)
 
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """Adds the graph of one forward pass of `model` on `input_to_model` (a tensor or a tuple of them),
+        recorded op by op (`use_strict_trace`, a JIT tracing option in PyTorch, has no effect)."""
+        from ._graph import graph
+        self._get_file_writer().add_graph(graph(model, input_to_model, verbose))
+
     def add_embedding(self, mat: Any, metadata: Optional[list] = None, label_img: Any = None,
                       global_step: Optional[int] = None, tag: str = "default",
                       metadata_header: Optional[list] = None) -> None:
