@@ -81,7 +81,6 @@ from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 from . import autograd, cuda, backends, func, linalg, utils  # noqa: E402,F401
-from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
 from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
@@ -135,6 +134,9 @@ def get_float32_matmul_precision():
 
 
 _float32_matmul_precision = "highest"
+
+# Interop (issue 13): DLPack.
+from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
 
 __version__ = "0.1.0"
 
