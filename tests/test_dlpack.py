@@ -201,6 +201,21 @@ def test_explicit_strides_from_a_producer():
     p = Producer(buffer, shape=(3, 2), strides=(1, 12), byte_offset=8)
     t = ember.from_dlpack(p.capsule)
     np.testing.assert_array_equal(t.numpy(), [[1, 13], [2, 14], [3, 15]])
+    del t  # before the producer, whose deleter it calls
+    assert p.deleted == 1
+
+
+def test_overflowing_sizes_are_refused_before_consuming():
+    p = Producer(np.zeros(1), shape=(2**40, 2**40), strides=(0, 0))
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.from_dlpack(p.capsule)
+    assert '"dltensor_versioned"' in repr(p.capsule) and p.deleted == 0
+    p.release()
+    p = Producer(np.zeros(1), shape=(2**31, 3), strides=(0, 0))  # lives longer than the tensor (its deleter)
+    huge = ember.from_dlpack(p.capsule)
+    assert huge.shape == (2**31, 3) and huge.stride() == (0, 0)
+    del huge
+    assert p.deleted == 1
 
 
 def test_read_only_capsules_warn():
@@ -208,6 +223,8 @@ def test_read_only_capsules_warn():
     with pytest.warns(UserWarning, match="read-only"):
         t = ember.from_dlpack(p.capsule)
     assert t.tolist() == [0.0, 1.0, 2.0]
+    del t
+    assert p.deleted == 1
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -166,12 +166,11 @@ py::object import_tensor(PyObject* capsule, Managed* managed, bool read_only) {
   ScalarType dtype = scalar_type_of(dl.dtype);
   if (dl.ndim < 0 || (dl.ndim > 0 && !dl.shape)) throw py::buffer_error(shape_error("the DLTensor has no shape"));
   std::vector<int64_t> sizes(dl.shape, dl.shape + dl.ndim), strides(dl.ndim);
-  int64_t numel = 1;
-  for (int64_t s : sizes) {
+  for (int64_t s : sizes)
     if (s < 0) throw py::buffer_error(shape_error("the DLTensor has a negative size"));
-    numel *= s;
-  }
-  for (int i = dl.ndim - 1, step = 1; i >= 0; --i) {  // NULL strides: compact row-major
+  bool empty = compute_numel(DimVector(sizes)) == 0;  // raises ember's error on overflow, as expand does
+  int64_t step = 1;
+  for (int i = dl.ndim - 1; i >= 0; --i) {  // NULL strides: compact row-major
     strides[i] = dl.strides ? dl.strides[i] : step;
     step *= sizes[i] ? sizes[i] : 1;
     if (strides[i] < 0) {
@@ -180,8 +179,8 @@ py::object import_tensor(PyObject* capsule, Managed* managed, bool read_only) {
       strides[i] = 1;  // never stepped along
     }
   }
-  int64_t extent = numel ? 1 : 0;
-  for (int i = 0; i < dl.ndim && numel; ++i) extent += (sizes[i] - 1) * strides[i];
+  int64_t extent = empty ? 0 : 1;  // elements from the first to one past the last
+  for (int i = 0; i < dl.ndim && !empty; ++i) extent += (sizes[i] - 1) * strides[i];
   if (read_only &&
       PyErr_WarnEx(PyExc_UserWarning,
                    "The DLPack tensor is read-only, and ember does not support non-writable tensors. Writing to "
