@@ -247,3 +247,20 @@ def test_add_graph_records_ops_scopes_and_shapes(tmp_path):
     assert add.op.startswith("aten::add") and "input/input.2" in add.input
     assert all(i in nodes for n in nodes.values() for i in n.input)  # every edge names a node
     assert not model.fc1._forward_hooks and not model.fc1._forward_pre_hooks  # the scope hooks are gone
+
+
+@pytest.mark.parametrize("dtype, field", [(ember.float32, "float_val"), (ember.float64, "double_val"),
+                                          (ember.int64, "int64_val"), (ember.int32, "int_val"),
+                                          (ember.uint8, "int_val"), (ember.bool, "bool_val"),
+                                          (ember.float16, "half_val")])
+def test_add_tensor(tmp_path, dtype, field):
+    t = (ember.arange(6).reshape(2, 3) % 4).to(dtype)
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_tensor("t", t.t(), 2)
+    (step, v), = values(str(tmp_path), "t")
+    assert step == 2 and v.metadata.plugin_data.plugin_name == "tensor"
+    assert [d.size for d in v.tensor.tensor_shape.dim] == [3, 2]
+    got = list(getattr(v.tensor, field))
+    if field == "half_val":  # PyTorch's encoding: each value's float32 bits as an int
+        got = [struct.unpack("f", struct.pack("i", i))[0] for i in got]
+    assert got == t.t().flatten().tolist()

@@ -2,13 +2,14 @@
 hparams with discrete domains), and the conversion of ember tensors to what tensorboardX takes."""
 from __future__ import annotations
 
+import struct
 from typing import Any, Dict, Optional
 
 import numpy as np
 
 from tensorboardX import summary as _tbx_summary  # type: ignore[import-untyped,import-not-found]
 from tensorboardX.proto import (  # type: ignore[import-untyped,import-not-found]
-    plugin_hparams_pb2, summary_pb2, tensor_pb2)
+    plugin_hparams_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2)
 
 from ... import _C
 
@@ -43,6 +44,33 @@ def scalar(tag: str, value: Any, new_style: bool = False, double_precision: bool
              else TensorProto(float_val=[value], dtype="DT_FLOAT"))
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
     return Summary(value=[Summary.Value(tag=tag, tensor=proto, metadata=metadata)])
+
+
+def _half_val(values: list) -> list:
+    # As PyTorch writes half_val: each value's float32 bit pattern as an int.
+    return [struct.unpack("i", struct.pack("f", v))[0] for v in values]
+
+
+# ember dtype name -> (TensorProto dtype, value field, conversion of the flat value list)
+_TENSOR_TYPES = {
+    "float16": ("DT_HALF", "half_val", _half_val), "bfloat16": ("DT_BFLOAT16", "half_val", _half_val),
+    "float32": ("DT_FLOAT", "float_val", list), "float64": ("DT_DOUBLE", "double_val", list),
+    "int8": ("DT_INT8", "int_val", list), "uint8": ("DT_UINT8", "int_val", list),
+    "int16": ("DT_INT16", "int_val", list), "int32": ("DT_INT32", "int_val", list),
+    "int64": ("DT_INT64", "int64_val", list), "bool": ("DT_BOOL", "bool_val", list),
+}
+
+
+def tensor(tag: str, t: Any) -> Any:
+    """PyTorch's add_tensor summary: the whole tensor in a TensorProto, for the "tensor" plugin."""
+    if t.numel() * t.element_size() >= (1 << 31):
+        raise ValueError("tensor is bigger than protocol buffer's hard limit of 2GB in size")
+    dtype, field, convert = _TENSOR_TYPES[str(t.dtype).split(".")[-1]]
+    shape = tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=d) for d in t.shape])
+    values = t.detach().cpu().flatten().tolist()
+    proto = TensorProto(dtype=dtype, tensor_shape=shape, **{field: convert(values)})
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="tensor"))
+    return Summary(value=[Summary.Value(tag=tag, metadata=metadata, tensor=proto)])
 
 
 def hparams(hparam_dict: Dict[str, Any], metric_dict: Dict[str, Any],

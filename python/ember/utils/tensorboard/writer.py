@@ -97,6 +97,11 @@ class SummaryWriter:
                 writers[run] = self._writer_for(run)
             writers[run].add_summary(_summary.scalar(main_tag, value), global_step, walltime)
 
+    def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None) -> None:
+        """Adds a whole tensor (read back with the tensor plugin)."""
+        self._add(_summary.tensor(tag, tensor), global_step, walltime)
+
     def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "tensorflow",
                       walltime: Optional[float] = None, max_bins: Optional[int] = None) -> None:
         """Adds a histogram of `values`; `bins` is 'tensorflow' or a NumPy `histogram` bins argument."""
