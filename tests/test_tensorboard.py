@@ -264,3 +264,48 @@ def test_add_tensor(tmp_path, dtype, field):
     if field == "half_val":  # PyTorch's encoding: each value's float32 bits as an int
         got = [struct.unpack("f", struct.pack("i", i))[0] for i in got]
     assert got == t.t().flatten().tolist()
+
+
+def test_boxes_figure_audio_raw_histogram_and_custom_scalars(tmp_path):
+    import wave
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tensorboardX.proto.layout_pb2 import Layout
+
+    sound = ember.linspace(-1, 1, 101)
+    figure = plt.figure(figsize=(2, 1), dpi=50)
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_image_with_boxes("boxes", ember.zeros(3, 16, 16), ember.tensor([[2.0, 3.0, 10.0, 12.0]]), 0)
+        w.add_figure("figure", figure, 0)
+        w.add_audio("audio", sound.unsqueeze(0), 0, sample_rate=8000)
+        w.add_histogram_raw("raw", min=0.0, max=3.0, num=6, sum=9.0, sum_squares=19.0,
+                            bucket_limits=ember.tensor([1.0, 2.0, 3.0]), bucket_counts=ember.tensor([1, 2, 3]),
+                            global_step=4)
+        w.add_custom_scalars_multilinechart(["loss/train", "loss/test"], category="Losses", title="both")
+        with pytest.raises(ValueError, match="len\\(bucket_limits\\) != len\\(bucket_counts\\)"):
+            w.add_histogram_raw("bad", 0, 1, 1, 1, 1, [1.0, 2.0], [1])
+    boxed = decode_png(values(str(tmp_path), "boxes")[0][1])
+    assert boxed[3, 2:11].any() and not boxed[7, 4:9].any()  # the top edge is drawn, the inside is not
+    assert decode_png(values(str(tmp_path), "figure")[0][1]).shape[:2] == (50, 100)
+    audio = values(str(tmp_path), "audio")[0][1].audio
+    assert audio.sample_rate == 8000 and audio.num_channels == 1 and audio.length_frames == 101
+    with wave.open(io.BytesIO(audio.encoded_audio_string)) as f:
+        samples = np.frombuffer(f.readframes(101), dtype="<i2")
+    np.testing.assert_allclose(samples / 32767, sound.numpy(), atol=1e-4)
+    (step, raw), = values(str(tmp_path), "raw")
+    assert step == 4 and (raw.histo.num, raw.histo.sum, raw.histo.sum_squares) == (6, 9.0, 19.0)
+    assert list(raw.histo.bucket) == [1, 2, 3]
+    (_, layout), = values(str(tmp_path), "custom_scalars__config__")
+    category = Layout.FromString(layout.tensor.string_val[0]).category[0]
+    assert category.title == "Losses" and list(category.chart[0].multiline.tag) == ["loss/train", "loss/test"]
+
+
+def test_add_video_without_moviepy_raises(tmp_path):
+    import importlib.util
+    if importlib.util.find_spec("moviepy") is not None:
+        pytest.skip("moviepy is installed")
+    with SummaryWriter(str(tmp_path)) as w:
+        with pytest.raises(ImportError, match="moviepy"):
+            w.add_video("v", ember.rand(1, 4, 3, 8, 8))
+    assert values(str(tmp_path), "v") == []

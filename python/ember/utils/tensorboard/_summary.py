@@ -1,9 +1,10 @@
 """The summaries ember builds itself where tensorboardX's differ from PyTorch's (new-style scalars,
-hparams with discrete domains), and the conversion of ember tensors to what tensorboardX takes."""
+tensors, WAV audio without soundfile, hparams with discrete domains), and the conversion of ember
+tensors to what tensorboardX takes."""
 from __future__ import annotations
 
 import struct
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -46,13 +47,36 @@ def scalar(tag: str, value: Any, new_style: bool = False, double_precision: bool
     return Summary(value=[Summary.Value(tag=tag, tensor=proto, metadata=metadata)])
 
 
+def audio(tag: str, sound: Any, sample_rate: int = 44100) -> Any:
+    """PyTorch's audio summary: one channel of values in [-1, 1] (clipped beyond) as 16-bit WAV."""
+    import io
+    import wave
+
+    array = np.asarray(to_numpy(sound)).squeeze()
+    if abs(array).max() > 1:
+        print("warning: audio amplitude out of range, auto clipped.")
+        array = array.clip(-1, 1)
+    if array.ndim != 1:
+        raise AssertionError("input tensor should be 1 dimensional.")
+    array = (array * np.iinfo(np.int16).max).astype("<i2")
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sample_rate)
+        w.writeframes(array.tobytes())
+    encoded = Summary.Audio(sample_rate=sample_rate, num_channels=1, length_frames=array.shape[-1],
+                            encoded_audio_string=buffer.getvalue(), content_type="audio/wav")
+    return Summary(value=[Summary.Value(tag=tag, audio=encoded)])
+
+
 def _half_val(values: list) -> list:
     # As PyTorch writes half_val: each value's float32 bit pattern as an int.
     return [struct.unpack("i", struct.pack("f", v))[0] for v in values]
 
 
 # ember dtype name -> (TensorProto dtype, value field, conversion of the flat value list)
-_TENSOR_TYPES = {
+_TENSOR_TYPES: Dict[str, Tuple[str, str, Callable[[list], list]]] = {
     "float16": ("DT_HALF", "half_val", _half_val), "bfloat16": ("DT_BFLOAT16", "half_val", _half_val),
     "float32": ("DT_FLOAT", "float_val", list), "float64": ("DT_DOUBLE", "double_val", list),
     "int8": ("DT_INT8", "int_val", list), "uint8": ("DT_UINT8", "int_val", list),

@@ -149,12 +149,15 @@ class SummaryWriter:
     def add_video(self, tag: str, vid_tensor: Any, global_step: Optional[int] = None, fps: float = 4,
                   walltime: Optional[float] = None) -> None:
         """Adds a video (N, T, C, H, W) as an animated GIF (needs moviepy)."""
+        import importlib.util
+        if importlib.util.find_spec("moviepy") is None:  # tensorboardX would print a note and log an empty value
+            raise ImportError("add_video needs the moviepy package: pip install moviepy")
         self._add(tbx.video(tag, to_numpy(vid_tensor), fps), global_step, walltime)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: Optional[int] = None, sample_rate: int = 44100,
                   walltime: Optional[float] = None) -> None:
         """Adds audio (1, L) with values in [-1, 1]."""
-        self._add(tbx.audio(tag, to_numpy(snd_tensor), sample_rate=sample_rate), global_step, walltime)
+        self._add(_summary.audio(tag, snd_tensor, sample_rate), global_step, walltime)
 
     def add_text(self, tag: str, text_string: str, global_step: Optional[int] = None,
                  walltime: Optional[float] = None) -> None:
