@@ -396,3 +396,23 @@ def test_pytorch_producer_dropped():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert e.sum().item() == sum(range(1000))
+
+
+def test_imported_memory_released_inside_backward():
+    # backward() runs without the GIL; freeing the saved imported tensor there calls NumPy's deleter,
+    # which must take the GIL back (a child process: a deadlock fails the test instead of hanging the run).
+    result = run_isolated("""
+        import gc, sys, numpy as np, ember
+        a = np.arange(6.0)
+        before = sys.getrefcount(a)
+        w = ember.ones(6, dtype=ember.float64, requires_grad=True)
+        x = ember.from_dlpack(a)
+        loss = (w * x).sum()
+        del x
+        loss.backward()  # frees the graph's saved x
+        del loss
+        gc.collect()
+        print(w.grad.tolist() == list(range(6)), sys.getrefcount(a) == before)
+    """, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"]
