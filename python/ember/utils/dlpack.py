@@ -16,6 +16,7 @@ __all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]
 
 # The DLPack version ember reads and writes (python/src/dlpack.h).
 _DLPACK_VERSION = (1, 1)
+_KDLCPU = 1  # DLDeviceType.kDLCPU without the enum's attribute lookup (from_dlpack's fast path)
 
 
 class DLDeviceType(enum.IntEnum):
@@ -108,8 +109,9 @@ def from_dlpack(ext_tensor: Any, *, device: Union[str, _C.device, None] = None,
             raise AssertionError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")
         return _C._from_dlpack(ext_tensor)
 
-    ext_device = tuple(int(d) for d in ext_tensor.__dlpack_device__())
-    if ext_device[0] != DLDeviceType.kDLCPU:
+    ext_device = ext_tensor.__dlpack_device__()
+    if ext_device[0] != _KDLCPU:
+        ext_device = (int(ext_device[0]), int(ext_device[1]))
         raise BufferError(f"ember.from_dlpack imports CPU memory only; the producer is on DLPack device {ext_device} "
                           "(move it to the CPU first)")
     kwargs: dict = {"max_version": _DLPACK_VERSION}
@@ -122,6 +124,7 @@ def from_dlpack(ext_tensor: Any, *, device: Union[str, _C.device, None] = None,
         if not isinstance(device, _C.device):
             raise AssertionError(f"from_dlpack: unsupported device type: {type(device)}")
         target = tuple(int(d) for d in _dl_device_of(device))
+        ext_device = (int(ext_device[0]), int(ext_device[1]))
         if target == ext_device:
             kwargs["dl_device"] = target
         elif copy is False:
