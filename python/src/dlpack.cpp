@@ -195,7 +195,9 @@ py::object import_tensor(PyObject* capsule, Managed* managed, bool read_only) {
   DataPtr ptr{data, managed, &release_imported<Managed>};
   auto storage = Ref<StorageImpl>::make(ptr, (size_t)extent * itemsize(dtype), Device());
   Tensor t(Ref<TensorImpl>::make(std::move(storage), DimVector(sizes), DimVector(strides), 0, dtype));
-  return py::reinterpret_steal<py::object>(wrap(std::move(t)));
+  PyObject* wrapped = wrap(std::move(t));
+  if (!wrapped) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(wrapped);
 }
 
 py::object from_dlpack_capsule(py::handle obj) {
