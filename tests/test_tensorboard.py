@@ -309,3 +309,15 @@ def test_add_video_without_moviepy_raises(tmp_path):
         with pytest.raises(ImportError, match="moviepy"):
             w.add_video("v", ember.rand(1, 4, 3, 8, 8))
     assert values(str(tmp_path), "v") == []
+
+
+def test_events_reach_the_file_without_close(tmp_path):
+    from child_process import run_isolated
+    result = run_isolated(f"""
+        import ember
+        from ember.utils.tensorboard import SummaryWriter
+        w = SummaryWriter({str(tmp_path)!r}, flush_secs=3600)
+        w.add_scalar("x", ember.tensor(3.5), 1)  # never flushed nor closed: written at exit
+    """)
+    assert result.returncode == 0, result.stderr
+    assert [(s, v.simple_value) for s, v in values(str(tmp_path), "x")] == [(1, 3.5)]
