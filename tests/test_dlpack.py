@@ -315,6 +315,18 @@ def test_ember_to_ember_shares_memory():
     assert t.tolist() == [0.0, 2.0, 0.0]
 
 
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_tensors_report_their_device_and_refuse_export():
+    t = ember.ones(3, device="cuda")
+    assert t.__dlpack_device__() == (DLDeviceType.kDLCUDA, t.device.index)
+    with pytest.raises(BufferError, match="cannot export cuda tensors"):
+        t.__dlpack__()
+    with pytest.raises(BufferError, match="exports only CPU tensors"):
+        to_dlpack(t)
+    with pytest.raises(BufferError, match="imports CPU memory only"):
+        ember.from_dlpack(t)
+
+
 # ------------------------------------------------------------ leaks and interpreter exit
 
 def _rss_bytes():
