@@ -135,6 +135,9 @@ def get_float32_matmul_precision():
 
 _float32_matmul_precision = "highest"
 
+# Interop (issue 13): DLPack.
+from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
+
 __version__ = "0.1.0"
 
 # The public names: `from ember import *` gives these (submodules are imported by name, as in PyTorch).
@@ -150,7 +153,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "allclose", "equal", "unique",
+    "allclose", "equal", "unique", "from_dlpack",
 ] + list(_LEGACY_TYPES)
 
 # ember.multiprocessing (shared-memory tensors across processes) loads on first use.

@@ -54,6 +54,7 @@ void create_object_types(PyObject* module);
 void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
 void bind_trace(py::module_& m);
+void bind_dlpack(py::module_& m);
 extern PyObject* g_size_type;
 extern PyObject* g_index_tensor_from;
 
@@ -223,4 +224,5 @@ PYBIND11_MODULE(_C, m) {
   python::bind_cuda(m);
   python::bind_caching_allocator_testing(m);
   python::bind_trace(m);
+  python::bind_dlpack(m);
 }

@@ -1,5 +1,6 @@
 """Utilities built on ember's core: `ember.utils.trace` (seeing every op call),
-`ember.utils.hooks` (removable hook handles) and `ember.utils.checkpoint`
-(activation checkpointing)."""
+`ember.utils.hooks` (removable hook handles), `ember.utils.checkpoint`
+(activation checkpointing), `ember.utils.dlpack` (sharing tensors with other
+libraries) and `ember.utils.tensorboard` (imported by name: it needs tensorboardX)."""
 from . import hooks, trace  # noqa: E402,F401
 # utils.checkpoint builds on autograd, which imports utils.hooks: ember/__init__ imports it last.
