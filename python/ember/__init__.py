@@ -87,14 +87,23 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 # most of `import ember`'s time, and a program using only tensors need not pay it.
 _LAZY_SUBMODULES = ("nn", "optim", "distributed")
 if _TYPE_CHECKING:
-    from . import distributed, nn, optim  # noqa: F401
+    from . import distributed, nn, optim, serialization  # noqa: F401
+    from .serialization import load, save  # noqa: F401
 
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")  # binds ember.<name> as it imports
+    if name in _LAZY_FUNCTIONS:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
+_LAZY_SUBMODULES += ("serialization",)
+_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization"}
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 
@@ -150,5 +159,5 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "allclose", "equal", "unique",
+    "allclose", "equal", "unique", "save", "load",
 ] + list(_LEGACY_TYPES)
