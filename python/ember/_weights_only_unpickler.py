@@ -86,9 +86,15 @@ class LazyGlobal:
         return getattr(importlib.import_module(self.module), self.name)
 
 
+def _read_line(readline):
+    line = readline()
+    if not line.endswith(b"\n"):
+        raise UnpicklingError("pickle data was truncated")
+    return line[:-1].decode("utf-8")
+
+
 def _read_global_instruction(readline):
-    module = readline()[:-1].decode("utf-8")
-    name = readline()[:-1].decode("utf-8")
+    module, name = _read_line(readline), _read_line(readline)
     # torch.save's protocol 2 names Python 2 modules (__builtin__): map them as pickle does.
     if (module, name) in NAME_MAPPING:
         module, name = NAME_MAPPING[(module, name)]
@@ -308,17 +314,29 @@ class Unpickler:
                           "encounter this.", stacklevel=4)
 
 
+def encode_latin1(text, encoding="latin1"):
+    """_codecs.encode as protocol 2 uses it (bytes pickle as latin-1 text), and no other codec."""
+    if type(text) is not str or encoding not in ("latin1", "latin-1"):
+        raise UnpicklingError(f"_codecs.encode is allowed for latin1 text only, got {type(text).__name__}, "
+                              f"{encoding!r}")
+    import codecs
+    return codecs.encode(text, "latin1")
+
+
 def _as_str(value):
     return value.decode("ascii") if isinstance(value, bytes) else value
 
 
 def _stack_guard(handler):
-    # A malformed pickle pops an empty stack or a missing mark: a clear UnpicklingError, as pickle's.
+    # A malformed pickle pops an empty stack, a missing mark or text that is not UTF-8: a clear
+    # UnpicklingError, as pickle's.
     def run(self):
         try:
             return handler(self)
         except IndexError:
             raise UnpicklingError("unpickling stack underflow") from None
+        except UnicodeDecodeError as e:
+            raise UnpicklingError(f"invalid text in the pickle: {e}") from None
     return run
 
 

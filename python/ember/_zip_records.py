@@ -90,7 +90,8 @@ class ZipRecordReader:
         try:
             self._zip = zipfile.ZipFile(file)
             infos = self._zip.infolist()
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error, UnicodeDecodeError):
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error, UnicodeDecodeError,
+                NotImplementedError):
             raise reader_error("failed finding central directory") from None
         if not infos:
             raise RuntimeError("PytorchStreamReader failed reading zip archive: archive does not contain any files")
@@ -129,8 +130,10 @@ class ZipRecordReader:
     def record_offset(self, name):
         """Where record `name`'s data starts in the file (read from its local header)."""
         info = self._info(name)
-        self._file.seek(info.header_offset)
-        header = self._file.read(_LOCAL.size)
+        header = b""
+        if info.header_offset >= 0:
+            self._file.seek(info.header_offset)
+            header = self._file.read(_LOCAL.size)
         if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
             raise reader_error("invalid header or archive is corrupted")
         fields = _LOCAL.unpack(header)

@@ -280,7 +280,7 @@ def _storage_and_dtype(storage, dtype=None):
         return storage._untyped_storage, dtype or storage.dtype
     if isinstance(storage, _C.UntypedStorage):
         return storage, dtype or _C.uint8
-    raise TypeError(f"_rebuild_tensor: expected a storage, got {type(storage).__name__}")
+    raise RuntimeError(f"_rebuild_tensor: expected a storage, got {type(storage).__name__}")
 
 
 def _set_obj_state(obj, state):
@@ -297,21 +297,32 @@ def _set_obj_state(obj, state):
     return obj
 
 
-def _rebuild_tensor(storage, storage_offset, size, stride):
-    untyped, dtype = _storage_and_dtype(storage)
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _tensor_over(storage, storage_offset, size, stride, dtype=None):
+    untyped, dtype = _storage_and_dtype(storage, dtype)
+    if not (_is_int(storage_offset) and isinstance(size, (tuple, list)) and isinstance(stride, (tuple, list))
+            and all(_is_int(v) for v in size) and all(_is_int(v) for v in stride)):
+        raise RuntimeError(f"_rebuild_tensor: malformed tensor in the checkpoint (storage offset {storage_offset!r}, "
+                           f"size {size!r}, stride {stride!r})")
     return _C._tensor_from_storage(untyped, storage_offset, tuple(size), tuple(stride), dtype)
 
 
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    return _tensor_over(storage, storage_offset, size, stride)
+
+
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
-    tensor = _rebuild_tensor(storage, storage_offset, size, stride)
+    tensor = _tensor_over(storage, storage_offset, size, stride)
     if requires_grad:
         tensor.requires_grad_(True)
     return tensor
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
-    untyped, dtype = _storage_and_dtype(storage, dtype)
-    tensor = _C._tensor_from_storage(untyped, storage_offset, tuple(size), tuple(stride), dtype)
+    tensor = _tensor_over(storage, storage_offset, size, stride, dtype)
     if requires_grad:
         tensor.requires_grad_(True)
     return tensor
@@ -360,7 +371,7 @@ def _torch_globals():
         "torch.Size": Size,
         "torch.Tensor": Tensor,
         "torch.device": _C.device,
-        "_codecs.encode": __import__("_codecs").encode,
+        "_codecs.encode": _weights_only_unpickler.encode_latin1,
         "builtins.bytearray": bytearray,
         "builtins.set": set,
         "builtins.complex": complex,
