@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
 # most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES = ("nn", "optim", "distributed")
+_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401
@@ -102,8 +102,13 @@ def __getattr__(name):
 
 
 # ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
-_LAZY_SUBMODULES += ("serialization",)
 _LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization"}
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_FUNCTIONS))
+
+
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 

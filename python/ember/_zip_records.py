@@ -11,6 +11,7 @@ import zlib
 
 ALIGNMENT = 64
 _U32 = 0xFFFFFFFF
+_CHUNK = 1 << 20
 _LOCAL = struct.Struct("<IHHHHHIIIHH")       # local file header (30 bytes)
 _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")  # central directory header (46 bytes)
 _MINIZ_HINT = (". This is an internal miniz error. If you are seeing this error, there is a high likelihood that "
@@ -47,8 +48,11 @@ class ZipRecordWriter:
         padding = -(header_at + _LOCAL.size + len(full) + len(extra) + 4) % ALIGNMENT
         extra += struct.pack("<HH", 0x4246, padding) + b"Z" * padding  # "FB": aligns the data
         self._write(_LOCAL.pack(0x04034B50, 0, 0x0808, 0, 0, 0, 0, 0, 0, len(full), len(extra)) + full + extra)
-        crc = zlib.crc32(view)
-        self._write(view)
+        crc = 0
+        for start in range(0, size, _CHUNK):  # CRC then write each chunk while it is in cache: one pass over RAM
+            chunk = view[start:start + _CHUNK]
+            crc = zlib.crc32(chunk, crc)
+            self._write(chunk)
         wide = size >= _U32 or header_at >= _U32
         self._write(struct.pack("<IIQQ" if wide else "<IIII", 0x08074B50, crc, size, size))
         self._entries.append((full, crc, size, header_at))

@@ -82,7 +82,7 @@ class _TorchName:
         raise TypeError(f"{self.module}.{self.name} is a name in a file, not a function")
 
 
-_NAMES = {}
+_NAMES: dict = {}
 
 
 def _torch_name(module, name):
