@@ -365,3 +365,37 @@ def test_pickle_of_whole_module_weights_only_false(tmp_path):
     out = ember.load(tmp_path / "m.pt", weights_only=False)
     assert type(out) is ember.nn.Linear and ember.equal(out.weight, model.weight)
     assert pickle.loads(pickle.dumps(out.weight)).shape == (2, 3)
+
+
+def test_zip64_fields_past_the_limit(monkeypatch, tmp_path):
+    # Files past 4 GiB put sizes and offsets in zip64 fields; a lowered limit exercises that path on small files.
+    from ember import _zip_records
+    monkeypatch.setattr(_zip_records, "ZIP64_LIMIT", 300)
+    obj = {"a": ember.arange(100.0), "b": ember.arange(7, dtype=ember.int16), "c": ember.ones(3, dtype=ember.bool)}
+    path = tmp_path / "z64.pt"
+    ember.save(obj, path)
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        assert z.getinfo("z64/data/0").file_size == 400 and z.getinfo("z64/version").header_offset > 300
+    out = ember.load(path)
+    assert all(ember.equal(out[k], obj[k]) for k in obj)
+    assert ember.equal(ember.load(path, mmap=True)["a"], obj["a"])
+    torch = pytest.importorskip("torch")
+    back = torch.load(path, weights_only=True)
+    assert back["a"].tolist() == list(np.arange(100.0)) and back["b"].dtype == torch.int16
+
+
+def test_big_endian_file_is_swapped(tmp_path):
+    from ember._zip_records import ZipRecordWriter
+    from ember.serialization import _pickler_class
+    values = np.array([1.5, -2.0, 3.25], dtype=">f4")  # as a big-endian machine writes them
+    storages, pkl = {}, io.BytesIO()
+    _pickler_class(pickle)(pkl, 2, storages).dump({"x": ember.zeros(3)})
+    with open(tmp_path / "be.pt", "wb") as f:
+        writer = ZipRecordWriter(f, "be")
+        writer.write_record("data.pkl", pkl.getvalue())
+        writer.write_record("byteorder", "big")
+        writer.write_record("data/0", values.tobytes())
+        writer.write_record("version", "3\n")
+        writer.finish()
+    assert ember.load(tmp_path / "be.pt")["x"].tolist() == [1.5, -2.0, 3.25]

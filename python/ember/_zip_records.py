@@ -11,6 +11,7 @@ import zlib
 
 ALIGNMENT = 64
 _U32 = 0xFFFFFFFF
+ZIP64_LIMIT = _U32  # sizes and offsets from here on go in zip64 fields (tests lower it)
 _CHUNK = 1 << 20
 _LOCAL = struct.Struct("<IHHHHHIIIHH")       # local file header (30 bytes)
 _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")  # central directory header (46 bytes)
@@ -43,8 +44,7 @@ class ZipRecordWriter:
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         full = (self._prefix + name).encode("utf-8")
         size, header_at = len(view), self._offset
-        zip64 = ([size, size] if size >= _U32 else []) + ([header_at] if header_at >= _U32 else [])
-        extra = struct.pack(f"<HH{len(zip64)}Q", 1, 8 * len(zip64), *zip64) if zip64 else b""
+        extra = _zip64_extra(size, header_at)
         padding = -(header_at + _LOCAL.size + len(full) + len(extra) + 4) % ALIGNMENT
         extra += struct.pack("<HH", 0x4246, padding) + b"Z" * padding  # "FB": aligns the data
         self._write(_LOCAL.pack(0x04034B50, 0, 0x0808, 0, 0, 0, 0, 0, 0, len(full), len(extra)) + full + extra)
@@ -53,7 +53,7 @@ class ZipRecordWriter:
             chunk = view[start:start + _CHUNK]
             crc = zlib.crc32(chunk, crc)
             self._write(chunk)
-        wide = size >= _U32 or header_at >= _U32
+        wide = size >= ZIP64_LIMIT or header_at >= ZIP64_LIMIT
         self._write(struct.pack("<IIQQ" if wide else "<IIII", 0x08074B50, crc, size, size))
         self._entries.append((full, crc, size, header_at))
 
@@ -65,16 +65,26 @@ class ZipRecordWriter:
                           f"{zlib.crc32(crcs):020d}{int.from_bytes(names, 'little'):020d}")
         cd_start = self._offset
         for full, crc, size, header_at in self._entries:
-            zip64 = ([size, size] if size >= _U32 else []) + ([header_at] if header_at >= _U32 else [])
-            extra = struct.pack(f"<HH{len(zip64)}Q", 1, 8 * len(zip64), *zip64) if zip64 else b""
-            self._write(_CENTRAL.pack(0x02014B50, 0, 45 if zip64 else 0, 0x0808, 0, 0, 0, crc, min(size, _U32),
-                                      min(size, _U32), len(full), len(extra), 0, 0, 0, 0, min(header_at, _U32))
+            extra = _zip64_extra(size, header_at)
+            self._write(_CENTRAL.pack(0x02014B50, 0, 45 if extra else 0, 0x0808, 0, 0, 0, crc, _field(size),
+                                      _field(size), len(full), len(extra), 0, 0, 0, 0, _field(header_at))
                         + full + extra)
         count, cd_size, eocd64_at = len(self._entries), self._offset - cd_start, self._offset
         self._write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 45, 0, 0, count, count, cd_size, cd_start))
         self._write(struct.pack("<IIQI", 0x07064B50, 0, eocd64_at, 1))
         self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(count, 0xFFFF), min(count, 0xFFFF),
-                                min(cd_size, _U32), min(cd_start, _U32), 0))
+                                _field(cd_size), _field(cd_start), 0))
+
+
+def _zip64_extra(size, header_at):
+    """The zip64 extra field (sizes, then local header offset, for those past the limit), or b""."""
+    values = ([size, size] if size >= ZIP64_LIMIT else []) + ([header_at] if header_at >= ZIP64_LIMIT else [])
+    return struct.pack(f"<HH{len(values)}Q", 1, 8 * len(values), *values) if values else b""
+
+
+def _field(value):
+    """A 32-bit field of the central directory: the value, or 0xFFFFFFFF when it is in a zip64 field."""
+    return _U32 if value >= ZIP64_LIMIT else value
 
 
 def archive_name_for(path):
