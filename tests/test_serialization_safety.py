@@ -201,3 +201,30 @@ def test_random_damage_never_crashes(long_mode):
             outcome = type(e).__name__
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     assert outcomes.get("RuntimeError", 0) > 0 and outcomes.get("UnpicklingError", 0) > 0
+
+
+def test_damaged_pickles_raise_unpickling_or_runtime_errors(long_mode):
+    # Flips aimed at data.pkl (and anywhere in a legacy-format file) reach the unpickler itself.
+    model = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.BatchNorm1d(3))
+    opt = ember.optim.Adam(model.parameters())
+    model(ember.randn(2, 4)).sum().backward()
+    opt.step()
+    obj = {"sd": model.state_dict(), "opt": opt.state_dict(), "misc": [1, 2.5, "a", {3}, b"zz", (1, 2)]}
+    zipped = _saved(obj)
+    legacy = io.BytesIO()
+    ember.save(obj, legacy, _use_new_zipfile_serialization=False)
+    pkl_size = zipfile.ZipFile(io.BytesIO(zipped)).getinfo("archive/data.pkl").file_size
+    rng = random.Random(7)
+    failures = {}
+    for i in range(1000 if long_mode else 300):
+        damaged = bytearray(legacy.getvalue() if i % 2 else zipped)
+        lo, hi = (0, len(damaged)) if i % 2 else (64, 64 + pkl_size)  # data.pkl's bytes start at 64
+        for _ in range(rng.randint(1, 3)):
+            damaged[rng.randrange(lo, hi)] = rng.randrange(256)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ember.load(io.BytesIO(bytes(damaged)))
+        except (RuntimeError, pickle.UnpicklingError, EOFError, ValueError) as e:
+            failures[type(e).__name__] = failures.get(type(e).__name__, 0) + 1
+    assert failures.get("UnpicklingError", 0) > 100

@@ -60,12 +60,12 @@ def legacy_load(f, restore_location, unpickler_factory):
         if view_metadata is not None:
             raise RuntimeError("ember.load: storage views of the legacy format (PyTorch < 1.0) are not supported")
         dtype = _C.uint8 if storage_type is _C.UntypedStorage else getattr(storage_type, "dtype", None)
-        if dtype is None or not isinstance(numel, int) or numel < 0:
+        key, location = _decode(key), _decode(location)
+        if dtype is None or not (isinstance(key, str) and isinstance(location, str) and type(numel) is int
+                                 and numel >= 0):
             raise pickle.UnpicklingError(f"Malformed storage id in this checkpoint: {saved_id!r}")
-        key = _decode(key)
         if key not in storages:
-            storages[key] = (_C.empty(numel * dtype.itemsize, dtype=_C.uint8).untyped_storage(), dtype,
-                             _decode(location))
+            storages[key] = (_C.empty(numel * dtype.itemsize, dtype=_C.uint8).untyped_storage(), dtype, location)
         storage = storages[key][0]
         return storage if not isinstance(storage_type, _StorageType) else TypedStorage(storage, dtype)
 

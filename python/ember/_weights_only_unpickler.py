@@ -205,7 +205,11 @@ class Unpickler:
             raise UnpicklingError(msg)
         if type(args) is not tuple:
             raise UnpicklingError(f"REDUCE arguments must be a tuple, got {type(args).__name__}")
-        self.stack[-1] = func(*args)
+        try:
+            self.stack[-1] = func(*args)
+        except TypeError as e:  # wrong arguments from a damaged or hostile file
+            raise UnpicklingError(f"Calling {getattr(func, '__qualname__', func)} with the checkpoint's arguments "
+                                  f"failed: {e}") from None
 
     def _op_build(self):
         state = self.stack.pop()
@@ -337,6 +341,8 @@ def _stack_guard(handler):
             raise UnpicklingError("unpickling stack underflow") from None
         except UnicodeDecodeError as e:
             raise UnpicklingError(f"invalid text in the pickle: {e}") from None
+        except TypeError as e:  # an unhashable key, a tuple of a non-list: what a damaged pickle builds
+            raise UnpicklingError(f"malformed pickle: {e}") from None
     return run
 
 

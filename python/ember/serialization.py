@@ -503,12 +503,12 @@ class _StorageLoader:
             dtype = storage_type.dtype
         else:
             raise pickle.UnpicklingError(f"Unknown storage type in this checkpoint: {storage_type!r}")
-        key = _decode(key)
-        if not isinstance(key, str) or not isinstance(numel, int) or numel < 0:
+        key, location = _decode(key), _decode(location)
+        if not (isinstance(key, str) and isinstance(location, str) and _is_int(numel) and numel >= 0):
             raise pickle.UnpicklingError(f"Malformed storage id in this checkpoint: {saved_id!r}")
         if key not in self._loaded:
             storage = self._read(f"data/{key}", numel * dtype.itemsize, dtype)
-            self._loaded[key] = self._restore(storage, _decode(location))
+            self._loaded[key] = self._restore(storage, location)
         storage = self._loaded[key]
         return storage if storage_type is _C.UntypedStorage else TypedStorage(storage, dtype)
 
