@@ -399,3 +399,19 @@ def test_big_endian_file_is_swapped(tmp_path):
         writer.write_record("version", "3\n")
         writer.finish()
     assert ember.load(tmp_path / "be.pt")["x"].tolist() == [1.5, -2.0, 3.25]
+
+
+def test_torch_whole_module_loads_as_ember_module(tmp_path):
+    torch = _torch()
+    torch.manual_seed(0)
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+    torch.save(tmodel, tmp_path / "whole.pt")
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.nn.modules.container.Sequential"):
+        ember.load(tmp_path / "whole.pt")
+    emodel = ember.load(tmp_path / "whole.pt", weights_only=False)  # torch.nn.X is looked up as ember.nn.X
+    assert type(emodel) is ember.nn.Sequential and type(emodel[0]) is ember.nn.Linear
+    x = np.array([[0.5, -1.0, 2.0]], dtype=np.float32)
+    np.testing.assert_allclose(emodel(ember.tensor(x)).detach().numpy(), tmodel(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-6)
+    with ember.serialization.safe_globals([ember.nn.Sequential, ember.nn.Linear, ember.nn.ReLU]):
+        assert ember.equal(ember.load(tmp_path / "whole.pt")[0].bias, emodel[0].bias)  # torch.X allowlisted as X
