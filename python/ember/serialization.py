@@ -154,7 +154,12 @@ def _pickler_class(pickle_module):
             return ("storage", storage_type, key, location_tag(storage), numel)
 
         def save(self, obj, save_persistent_id=True):
-            if type(obj) is _C.dtype:
+            t = type(obj)
+            if t in _ATOMIC:  # most objects: no persistent id, no memo, no reduction to look for
+                self.framer.commit_frame()
+                self.dispatch[t](self, obj)
+                return
+            if t is _C.dtype:
                 obj = _torch_name("torch", _dtype_name(obj))  # torch.float32 is a global of module torch
             super().save(obj, save_persistent_id)
 
@@ -183,6 +188,9 @@ def _pickler_class(pickle_module):
             self.memoize(obj)
 
     return TorchFormatPickler
+
+
+_ATOMIC = (int, float, bool, type(None))
 
 
 def _storage_type_name(dtype):
