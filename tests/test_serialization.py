@@ -415,3 +415,18 @@ def test_torch_whole_module_loads_as_ember_module(tmp_path):
                                rtol=1e-6)
     with ember.serialization.safe_globals([ember.nn.Sequential, ember.nn.Linear, ember.nn.ReLU]):
         assert ember.equal(ember.load(tmp_path / "whole.pt")[0].bias, emodel[0].bias)  # torch.X allowlisted as X
+
+
+def test_saving_over_a_larger_or_smaller_file(tmp_path):
+    path = tmp_path / "over.pt"
+    path.write_bytes(b"\xab" * 100_000)  # an old, longer file: nothing of it may remain
+    ember.save({"a": ember.arange(3.0)}, path)
+    assert zipfile.ZipFile(path).testzip() is None and path.stat().st_size < 100_000
+    assert ember.equal(ember.load(path)["a"], ember.arange(3.0))
+    ember.save({"a": ember.arange(30000.0)}, path)
+    assert ember.equal(ember.load(path)["a"], ember.arange(30000.0))
+    ember.save({"b": ember.ones(2)}, path, _use_new_zipfile_serialization=False)
+    assert ember.equal(ember.load(path)["b"], ember.ones(2))
+    with pytest.raises(pickle.PicklingError):
+        ember.save({"f": lambda: 1}, path)  # fails while pickling, before the file is touched
+    assert ember.equal(ember.load(path)["b"], ember.ones(2))

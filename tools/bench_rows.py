@@ -842,7 +842,8 @@ def _bench_dir():
 
 def save_load_benches():
     """Issue 13: ember.save / ember.load of a 500 MB state_dict to a temporary file (in the page cache, so the
-    rows measure the libraries, not the disk), each library reading its own file; mmap=True maps the file."""
+    rows measure the libraries, not the disk), each library reading its own file; mmap=True maps the file.
+    Each save writes over the previous call's file, as a training loop's checkpoint does."""
     def state_dict(lib):
         lib.mod.manual_seed(0)
         return {f"layer{i}.weight": lib.mod.randn(SAVE_NUMEL) for i in range(SAVE_COUNT)}
