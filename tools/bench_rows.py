@@ -831,13 +831,19 @@ SAVE_ROW, LOAD_ROW, MMAP_ROW = ("save 500MB state_dict (50x10MB f32)", "load 500
                                 "load 500MB save, mmap=True")
 
 
+_BENCH_DIR = []
+
+
 def _bench_dir():
-    import atexit
-    import shutil
-    import tempfile
-    path = tempfile.mkdtemp(prefix="ember-bench-save-")
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
-    return path
+    """One temporary folder for the save/load rows (each library's file is rewritten row after row), removed at
+    exit: at most one 500 MB file per library on disk."""
+    if not _BENCH_DIR:
+        import atexit
+        import shutil
+        import tempfile
+        _BENCH_DIR.append(tempfile.mkdtemp(prefix="ember-bench-save-"))
+        atexit.register(shutil.rmtree, _BENCH_DIR[0], ignore_errors=True)
+    return _BENCH_DIR[0]
 
 
 def save_load_benches():
