@@ -164,12 +164,11 @@ def _device(device):
     return _C.device(device)
 
 
-def _tensor_from_bytes(data, dtype_code, shape, device):
-    """A tensor holding a copy of `data` (the raw little-endian bytes of a `dtype_code` tensor)."""
+def _tensor_over(storage, dtype_code, shape, device):
+    """A contiguous `dtype_code` tensor of `shape` over `storage` (raw little-endian bytes), on `device`."""
     dtype = _TYPES.get(dtype_code)
     if dtype is None:
         raise TypeError(f"ember has no dtype for the safetensors type {dtype_code}")
-    storage = _C._storage_from_buffer(data)
     tensor = _C._tensor_from_storage(storage, 0, tuple(shape), _contiguous_strides(shape), dtype)
     return tensor if device.type == "cpu" else tensor.to(device)
 
@@ -258,11 +257,11 @@ class safe_open:
             row_bytes = (end - begin) // shape[0] if shape[0] else 0
             begin, end = begin + row_start * row_bytes, begin + row_stop * row_bytes
             shape[0] = row_stop - row_start
-        data = bytearray(end - begin)
+        storage = _C.empty(end - begin, dtype=_C.uint8).untyped_storage()  # read straight into it
         self._file.seek(self._data_start + begin)
-        if self._file.readinto(data) != len(data):
+        if end > begin and self._file.readinto(memoryview(storage)) != end - begin:
             raise OSError(f"{self._filename}: file is shorter than its header says")
-        return _tensor_from_bytes(data, info["dtype"], shape, self._device)
+        return _tensor_over(storage, info["dtype"], shape, self._device)
 
     def get_tensor(self, name):
         """The tensor `name`, read from the file."""
@@ -289,7 +288,7 @@ def load_file(filename, device="cpu"):
 
 def load(data):
     """Loads the bytes of a safetensors file into a dict of ember tensors on the CPU."""
-    return {name: _tensor_from_bytes(v["data"], v["dtype"], v["shape"], _C.device("cpu"))
+    return {name: _tensor_over(_C._storage_from_buffer(v["data"]), v["dtype"], v["shape"], _C.device("cpu"))
             for name, v in _package().deserialize(data)}
 
 
