@@ -440,3 +440,25 @@ def test_torch_dtype_ember_lacks_fails_clearly(tmp_path):
     torch.save({"dtype": torch.complex64, "w": torch.ones(1)}, tmp_path / "d.pt")
     out = ember.load(tmp_path / "d.pt")  # a foreign dtype as a value loads as a marker; tensors load
     assert ember.equal(out["w"], ember.ones(1))
+
+
+def test_gpu_checkpoint_maps_to_cpu(tmp_path):
+    # A checkpoint saved from CUDA tensors names 'cuda:0' as each storage's location.
+    buf = io.BytesIO()
+    ember.save({"w": ember.arange(4.0), "b": ember.ones(2)}, buf)
+    src = zipfile.ZipFile(buf)
+    path = tmp_path / "gpu.pt"
+    with zipfile.ZipFile(path, "w") as z:
+        for name in src.namelist():
+            data = src.read(name)
+            if name.endswith("data.pkl"):
+                data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+            z.writestr(name, data)
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="please use torch.load with map_location=torch.device\\('cpu'\\)"):
+            ember.load(path)
+    seen = []
+    for loc in ("cpu", ember.device("cpu"), {"cuda:0": "cpu"}, lambda s, where: seen.append(where) or s):
+        out = ember.load(path, map_location=loc)
+        assert out["w"].device.type == "cpu" and out["w"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert seen == ["cuda:0", "cuda:0"]
