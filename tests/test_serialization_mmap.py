@@ -109,3 +109,20 @@ def test_mmap_with_map_location_and_empty_tensors(tmp_path):
     ember.save({"e": ember.zeros(0), "a": ember.arange(5)}, path)
     out = ember.load(path, mmap=True, map_location="cpu")
     assert out["e"].shape == (0,) and out["a"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_map_shared_writes_reach_the_file(tmp_path):
+    import mmap
+    from ember import serialization
+    path = tmp_path / "shared.pt"
+    ember.save({"w": ember.zeros(4)}, path)
+    assert serialization.get_default_mmap_options() == mmap.MAP_PRIVATE
+    with serialization.set_default_mmap_options(mmap.MAP_SHARED):
+        assert serialization.get_default_mmap_options() == mmap.MAP_SHARED
+        w = ember.load(path, mmap=True)["w"]
+    assert serialization.get_default_mmap_options() == mmap.MAP_PRIVATE
+    w[1] = 7.0
+    del w
+    assert ember.load(path)["w"].tolist() == [0.0, 7.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="expected mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got 12345"):
+        serialization.set_default_mmap_options(12345)

@@ -20,7 +20,8 @@ from ._tensor import Tensor
 from ._zip_records import ZipRecordReader, ZipRecordWriter, archive_name_for
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "get_unsafe_globals_in_checkpoint", "default_restore_location", "location_tag"]
+           "get_unsafe_globals_in_checkpoint", "default_restore_location", "location_tag", "get_default_mmap_options",
+           "set_default_mmap_options"]
 
 DEFAULT_PROTOCOL = 2
 UNSAFE_MESSAGE = (
@@ -660,7 +661,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         if mmap:
             if not _is_path(f):
                 raise ValueError("f must be a file path in order to use the mmap argument")
-            mapped = _map_file(opened)
+            mapped = _map_file(os.fspath(f))
         return _guarded(weights_only, lambda: _load_zip(reader, map_location, factory, mapped))
 
 
@@ -673,13 +674,43 @@ def _guarded(weights_only, run):
         raise pickle.UnpicklingError(_weights_only_message(str(e))) from None
 
 
-def _map_file(opened):
-    """The whole file mapped copy-on-write (torch's MAP_PRIVATE): pages are read when touched, and
-    writes to loaded tensors stay in memory. The mapping lives as long as a storage over it."""
+_MMAP_FLAGS = ["MAP_PRIVATE"]  # the flag ember.load(mmap=True) maps with (set_default_mmap_options)
+
+
+def get_default_mmap_options():
+    """Get default mmap options for ember.load with ``mmap=True``. Defaults to ``mmap.MAP_PRIVATE``."""
     import mmap as _mmap
-    if os.fstat(opened.fileno()).st_size == 0:
-        return None
-    return memoryview(_mmap.mmap(opened.fileno(), 0, access=_mmap.ACCESS_COPY))
+    return getattr(_mmap, _MMAP_FLAGS[0])
+
+
+class set_default_mmap_options:
+    """Context manager or function to set default mmap options for ember.load with ``mmap=True`` to flags:
+    ``mmap.MAP_PRIVATE`` (writes to loaded tensors stay in memory) or ``mmap.MAP_SHARED`` (they reach the file)."""
+
+    def __init__(self, flags):
+        import mmap as _mmap
+        if flags != _mmap.MAP_PRIVATE and flags != _mmap.MAP_SHARED:
+            raise ValueError("Invalid argument in function set_default_mmap_options, expected mmap.MAP_PRIVATE or "
+                             f"mmap.MAP_SHARED, but got {flags}")
+        self.prev = _MMAP_FLAGS[0]
+        _MMAP_FLAGS[0] = "MAP_SHARED" if flags == _mmap.MAP_SHARED else "MAP_PRIVATE"
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        _MMAP_FLAGS[0] = self.prev
+
+
+def _map_file(path):
+    """The whole file mapped: pages are read when touched. MAP_PRIVATE (the default) is copy-on-write,
+    MAP_SHARED writes through to the file. The mapping lives as long as a storage over it."""
+    import mmap as _mmap
+    shared = _MMAP_FLAGS[0] == "MAP_SHARED"
+    with open(path, "r+b" if shared else "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        return memoryview(_mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_WRITE if shared else _mmap.ACCESS_COPY))
 
 
 def _load_safetensors(path, map_location):
