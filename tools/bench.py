@@ -39,7 +39,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches, lstm_row_name)
+    CONV_SHAPES, LOAD_ROW, MLP_BATCH, MLP_SIZES, MMAP_ROW, SAVE_ROW, Lib, all_benches, conv_row_name, cuda_benches,
+    lstm_row_name)
 from bench_models import MODEL_ROWS, model_benches  # noqa: E402
 
 
@@ -310,6 +311,9 @@ def goals(corename):
              0.5, "the Adam target applied to SGD"),
         Goal("LSTM fwd+bwd", (lstm_row_name(),), "torch", "ember/torch time", "<=", 0.8,
              "the issue's model-step target, for the recurrent layer alone"),
+        Goal("save 500 MB state_dict", (SAVE_ROW,), "torch", "ember/torch GB/s", ">=", 1.0),
+        Goal("load 500 MB state_dict", (LOAD_ROW,), "torch", "ember/torch GB/s", ">=", 1.0),
+        Goal("mmap load vs full read", (MMAP_ROW,), f"row:{LOAD_ROW}", "ember mmap/read GB/s", ">=", 10.0),
     ] + [Goal(row.removeprefix("train step "), (row,), "torch", "ember/torch time", "<=", 0.8) for row in MODEL_ROWS]
 
 

@@ -365,7 +365,7 @@ def all_benches():
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
             + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
-            + optim_benches() + rnn_benches())
+            + optim_benches() + rnn_benches() + save_load_benches())
 
 
 def loss_benches():
@@ -821,3 +821,55 @@ def rnn_benches():
         return step
 
     return [Bench("rnn", lstm_row_name(), "ms", build, columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- save / load (issue 13)
+SAVE_COUNT, SAVE_NUMEL = 50, 2_500_000  # a 500 MB state_dict: 50 float32 tensors of 10 MB
+SAVE_BYTES = SAVE_COUNT * SAVE_NUMEL * F32
+# Every row's name holds "save" so that `--only save` runs the three.
+SAVE_ROW, LOAD_ROW, MMAP_ROW = ("save 500MB state_dict (50x10MB f32)", "load 500MB save, full read",
+                                "load 500MB save, mmap=True")
+
+
+_BENCH_DIR = []
+
+
+def _bench_dir():
+    """One temporary folder for the save/load rows (each library's file is rewritten row after row), removed at
+    exit: at most one 500 MB file per library on disk."""
+    if not _BENCH_DIR:
+        import atexit
+        import shutil
+        import tempfile
+        _BENCH_DIR.append(tempfile.mkdtemp(prefix="ember-bench-save-"))
+        atexit.register(shutil.rmtree, _BENCH_DIR[0], ignore_errors=True)
+    return _BENCH_DIR[0]
+
+
+def save_load_benches():
+    """Issue 13: ember.save / ember.load of a 500 MB state_dict to a temporary file (in the page cache, so the
+    rows measure the libraries, not the disk), each library reading its own file; mmap=True maps the file.
+    Each save writes over the previous call's file, as a training loop's checkpoint does."""
+    def state_dict(lib):
+        lib.mod.manual_seed(0)
+        return {f"layer{i}.weight": lib.mod.randn(SAVE_NUMEL) for i in range(SAVE_COUNT)}
+
+    def build_save(lib):
+        if lib.is_numpy:
+            return None
+        sd, path = state_dict(lib), f"{_bench_dir()}/{lib.name}.pt"
+        return lambda: lib.mod.save(sd, path)
+
+    def build_load(mmap):
+        def build(lib):
+            if lib.is_numpy:
+                return None
+            path = f"{_bench_dir()}/{lib.name}.pt"
+            lib.mod.save(state_dict(lib), path)
+            return lambda: lib.mod.load(path, mmap=mmap)
+        return build
+
+    section = "save / load (tmp file, page cache)"
+    return [Bench(section, SAVE_ROW, "GB/s", build_save, work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS),
+            Bench(section, LOAD_ROW, "GB/s", build_load(False), work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS),
+            Bench(section, MMAP_ROW, "GB/s", build_load(True), work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS)]

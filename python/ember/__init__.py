@@ -85,16 +85,30 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
 # most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed")
+_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed", "serialization")
 if _TYPE_CHECKING:
-    from . import distributed, nn, optim  # noqa: F401
+    from . import distributed, nn, optim, serialization  # noqa: F401
+    from .serialization import load, save  # noqa: F401
 
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")  # binds ember.<name> as it imports
+    if name in _LAZY_FUNCTIONS:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
+_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization"}
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_FUNCTIONS))
+
+
 from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
 del _checkpoint
 
@@ -153,7 +167,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "get_num_threads", "set_num_threads", "get_default_dtype", "set_default_dtype",
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
-    "allclose", "equal", "unique", "from_dlpack",
+    "allclose", "equal", "unique", "from_dlpack", "save", "load",
 ] + list(_LEGACY_TYPES)
 
 # ember.multiprocessing (shared-memory tensors across processes) loads on first use.

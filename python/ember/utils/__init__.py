@@ -4,3 +4,14 @@
 libraries) and `ember.utils.tensorboard` (imported by name: it needs tensorboardX)."""
 from . import hooks, trace  # noqa: E402,F401
 # utils.checkpoint builds on autograd, which imports utils.hooks: ember/__init__ imports it last.
+
+
+# Submodules with heavy imports (safetensors) load on first use: `ember.utils.safetensors`.
+_LAZY_SUBMODULES = ("safetensors",)
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
