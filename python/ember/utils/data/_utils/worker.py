@@ -2,6 +2,7 @@
 loop each worker runs, its seeding, and get_worker_info()."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
 import random
@@ -17,7 +18,10 @@ class ManagerWatchdog:
     orphan is re-parented, so its parent pid changes)."""
 
     def __init__(self):
-        self.manager_pid = os.getppid()
+        # The pid multiprocessing recorded before starting us: os.getppid() here would already be
+        # the new parent's if the main process died while this worker was starting.
+        parent = multiprocessing.parent_process()
+        self.manager_pid = parent.pid if parent is not None else os.getppid()
         self.manager_dead = False
 
     def is_alive(self):
