@@ -2,9 +2,15 @@
 (the loss falls, the accuracy rises well above chance) and write what they promise."""
 import importlib.util
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from child_process import child_env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -37,3 +43,16 @@ def test_char_lm_learns_to_spell(model, capsys):
     assert vocab_size == 27  # the boundary and a-z
     assert loss < math.log(vocab_size) - 0.4, out  # below what uniform guessing scores
     assert out.count("samples: ") == 2
+
+
+def test_hogwild_trains_one_shared_model_from_two_processes():
+    pytest.importorskip("sklearn")
+    out = subprocess.run([sys.executable, str(EXAMPLES / "hogwild.py"), "--epochs", "3", "--log-interval", "20"],
+                         capture_output=True, text=True, timeout=600, env=child_env())
+    assert out.returncode == 0, out.stderr
+    assert "parameters in shared memory: True" in out.stdout
+    workers = {line.split("\t")[0] for line in out.stdout.splitlines() if "\tTrain Epoch: 3 " in line}
+    assert len(workers) == 2 and str(os.getpid()) not in workers  # both processes trained
+    correct, total = map(int, re.search(r"Accuracy: (\d+)/(\d+)", out.stdout).groups())
+    # The parent never trained: what it scores, the workers wrote into its shared weights. Chance is 0.1.
+    assert total == 450 and correct / total > 0.6, out.stdout

@@ -152,3 +152,6 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique",
 ] + list(_LEGACY_TYPES)
+
+# ember.multiprocessing (shared-memory tensors across processes) loads on first use.
+_LAZY_SUBMODULES += ("multiprocessing",)

@@ -36,12 +36,27 @@ def __deepcopy__(self, memo):
     return clone(self)
 
 
+def share_memory_(self):
+    """Moves the storage to shared memory (in place: every tensor over it follows); a no-op when it is
+    there already. The strategy is ember.multiprocessing's (get_sharing_strategy). Returns self."""
+    from .multiprocessing import _shared_memory
+    return _shared_memory.share_storage_(self)
+
+
+def is_shared(self):
+    """Whether the storage is in shared memory (made by share_memory_ or received from another process)."""
+    if self.device.type != "cpu":
+        return False
+    from .multiprocessing import _shared_memory
+    return _shared_memory.segment_of(self) is not None
+
+
 def __repr__(self):
     return f"ember.UntypedStorage(nbytes={self.nbytes()}, device='{self.device}')"
 
 
 _METHODS = dict(clone=clone, cpu=cpu, __reduce_ex__=__reduce_ex__, __deepcopy__=__deepcopy__, __copy__=clone,
-                __repr__=__repr__)
+                __repr__=__repr__, share_memory_=share_memory_, is_shared=is_shared)
 for _name, _fn in _METHODS.items():
     setattr(UntypedStorage, _name, _fn)
 UntypedStorage.__module__ = "ember"

@@ -239,6 +239,15 @@ class Tensor(_C.TensorBase):
                        requires_grad=requires_grad)
 
     # ------------------------------------------------------------ pickling and copies
+    def share_memory_(self) -> Tensor:
+        """Moves the underlying storage to shared memory (a no-op if it is there already)."""
+        self.untyped_storage().share_memory_()
+        return self
+
+    def is_shared(self) -> _bool:
+        """Checks if tensor is in shared memory."""
+        return self.untyped_storage().is_shared()
+
     def _instance_state(self) -> Optional[dict]:
         """The attributes set on this tensor object (what pickling carries besides the data)."""
         return self.__dict__ or None

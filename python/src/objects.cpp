@@ -2,6 +2,7 @@
 // bindings read them on every call. ember.UntypedStorage, what pickling and
 // deepcopy see of the memory tensors share.
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 #include "python_support.h"
@@ -266,15 +267,70 @@ PyMethodDef storage_methods[] = {
 PyGetSetDef storage_getsets[] = {{"device", storage_device, nullptr, nullptr, nullptr},
                                  {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
-// _C._storage_from_buffer(buffer): a new CPU storage holding a copy of the bytes.
-PyObject* storage_from_buffer(PyObject*, PyObject* buffer) {
+// Runs when a zero-copy storage dies, on any thread: releases the Py_buffer (and
+// so its exporter, e.g. an mmap) under the GIL. At interpreter exit it leaks instead.
+void release_buffer(void* ctx, void*) {
+  auto* view = static_cast<Py_buffer*>(ctx);
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return;
+#else
+  if (_Py_IsFinalizing()) return;
+#endif
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyBuffer_Release(view);
+  PyGILState_Release(gil);
+  delete view;
+}
+
+// _C._storage_from_buffer(buffer, copy=True): a new CPU storage holding a copy of
+// the bytes, or with copy=False one over the buffer's own memory that keeps the
+// buffer alive. A read-only buffer is accepted (as torch.frombuffer does): writing
+// through such a storage is the caller's problem (a PROT_READ mmap would fault).
+PyObject* storage_from_buffer(PyObject*, PyObject* args, PyObject* kwargs) {
   EMBER_PY_BEGIN
+  static const char* kw[] = {"buffer", "copy", nullptr};
+  PyObject* buffer;
+  int copy = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", const_cast<char**>(kw), &buffer, &copy)) return nullptr;
+  if (!copy) {
+    auto view = std::make_unique<Py_buffer>();
+    if (PyObject_GetBuffer(buffer, view.get(), PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+      PyErr_Clear();  // read-only (exporters raise different classes): shared all the same, or the real error
+      if (PyObject_GetBuffer(buffer, view.get(), PyBUF_C_CONTIGUOUS) < 0) return nullptr;
+    }
+    DataPtr data{view->buf, view.get(), release_buffer};
+    Ref<StorageImpl> storage = Ref<StorageImpl>::make(data, (size_t)view->len, Device());
+    view.release();  // the storage owns it now
+    return storage_object(storage);
+  }
   Py_buffer view;
   if (PyObject_GetBuffer(buffer, &view, PyBUF_C_CONTIGUOUS) < 0) return nullptr;
   struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
   Ref<StorageImpl> storage = new_storage((size_t)view.len, Device());
   if (view.len) std::memcpy(storage->data.ptr, view.buf, (size_t)view.len);
   return storage_object(storage);
+  EMBER_PY_END
+}
+
+// _C._storage_set_data_(storage, other): copies storage's bytes into other's memory
+// and swaps the two memories, so every tensor over `storage` now uses what was
+// other's memory (e.g. shared memory), and `other` holds (and frees) the old one.
+PyObject* storage_set_data(PyObject*, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject *self_obj, *other_obj;
+  if (!PyArg_ParseTuple(args, "OO", &self_obj, &other_obj)) return nullptr;
+  StorageImpl& self = *as_storage(self_obj)->storage;
+  StorageImpl& other = *as_storage(other_obj)->storage;
+  EMBER_CHECK(self.device.is_cpu() && other.device.is_cpu(), Runtime,
+              "_storage_set_data_: both storages must be on the CPU, got ", self.device.str(), " and ",
+              other.device.str());
+  EMBER_CHECK(self.nbytes == other.nbytes, Runtime, "_storage_set_data_: the storages differ in size (",
+              self.nbytes, " and ", other.nbytes, " bytes)");
+  if (&self != &other) {
+    if (self.nbytes) std::memmove(other.data.ptr, self.data.ptr, self.nbytes);
+    std::swap(self.data, other.data);
+  }
+  Py_RETURN_NONE;
   EMBER_PY_END
 }
 
@@ -336,7 +392,10 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args) {
 }
 
 PyMethodDef storage_functions[] = {
-    {"_storage_from_buffer", storage_from_buffer, METH_O, "A new CPU storage holding a copy of the buffer's bytes."},
+    {"_storage_from_buffer", (PyCFunction)(void (*)())storage_from_buffer, METH_VARARGS | METH_KEYWORDS,
+     "A new CPU storage holding a copy of the buffer's bytes, or (copy=False) viewing them."},
+    {"_storage_set_data_", storage_set_data, METH_VARARGS,
+     "Moves a storage's bytes into another's memory of the same size, in place (swapping the memories)."},
     {"_storage_bytes", storage_bytes, METH_O, "A uint8 tensor over every byte of the storage."},
     {"_tensor_from_storage", tensor_from_storage, METH_VARARGS,
      "A tensor over (storage, offset, size, stride, dtype)."},

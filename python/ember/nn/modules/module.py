@@ -307,6 +307,10 @@ class Module:
         """Moves all parameters and buffers to the CPU."""
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self: T) -> T:
+        """Moves all parameters, gradients and buffers to shared memory (see Tensor.share_memory_)."""
+        return self._apply(lambda t: t.share_memory_())
+
     def type(self: T, dst_type: Any) -> T:
         """Casts all parameters and buffers to `dst_type`."""
         return self._apply(lambda t: _as_tensor(t.type(dst_type)))
