@@ -132,3 +132,10 @@ def failing_init(worker_id):
 
 def pid_collate(batch):
     return (os.getpid(), batch)
+
+
+def shared_flags(batch):
+    """collate_fn: default_collate, then whether each collated tensor is in shared memory (seen in the worker)."""
+    from ember.utils.data import default_collate
+    images, labels = default_collate(batch)
+    return images, labels, images.is_shared(), labels.is_shared()

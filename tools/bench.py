@@ -39,7 +39,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, all_benches, conv_row_name, cuda_benches, lstm_row_name)
+    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, SelfTimed, all_benches, conv_row_name, cuda_benches,
+    dataloader_row_name, lstm_row_name)
 from bench_models import MODEL_ROWS, model_benches  # noqa: E402
 
 
@@ -138,10 +139,14 @@ class Timer:
     @staticmethod
     def _run_batch(fn, calls, sync):
         start = time.perf_counter()
+        self_timed = None  # the sum of what fn reports, when it times itself (SelfTimed)
         for _ in range(calls):
-            fn()
+            result = fn()
+            if type(result) is SelfTimed:
+                self_timed = (self_timed or 0.0) + result
         sync()
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        return elapsed if self_timed is None else self_timed
 
     def _warm_up(self, fn, sync):
         """Seconds per call, estimated after warmup_s of calls (lazy init, page faults, caches)."""
@@ -310,6 +315,10 @@ def goals(corename):
              0.5, "the Adam target applied to SGD"),
         Goal("LSTM fwd+bwd", (lstm_row_name(),), "torch", "ember/torch time", "<=", 0.8,
              "the issue's model-step target, for the recurrent layer alone"),
+        Goal("DataLoader batches/s", tuple(dataloader_row_name(w, "epoch") for w in (0, 2)), "torch",
+             "ember/torch batches/s", ">=", 1.0),
+        Goal("DataLoader first batch", tuple(dataloader_row_name(w, "first batch") for w in (0, 2)), "torch",
+             "ember/torch time", "<=", 1.0),
     ] + [Goal(row.removeprefix("train step "), (row,), "torch", "ember/torch time", "<=", 0.8) for row in MODEL_ROWS]
 
 

@@ -3,11 +3,14 @@ samples -> batches (stacking tensors, NumPy arrays and numbers, recursing into
 mappings and sequences) and single samples -> tensors (NumPy to ember)."""
 import collections
 import copy
+import math
 import re
 
 import numpy as np
 
 import ember
+
+from .worker import get_worker_info
 
 np_str_obj_array_pattern = re.compile(r"[SaUO]")  # NumPy dtypes of strings and objects: no tensor
 
@@ -91,8 +94,24 @@ def collate(batch, *, collate_fn_map=None):
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
+def _shared_empty(shape, dtype):
+    """An uninitialized contiguous CPU tensor in shared memory (sent to another process without a copy)."""
+    from ember.multiprocessing import _shared_memory
+    numel = math.prod(shape)
+    storage = _shared_memory.new_shared_storage(numel * dtype.itemsize)
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return ember._C._tensor_from_storage(storage, 0, tuple(shape), tuple(strides), dtype)
+
+
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    return ember.stack(batch, 0)
+    elem = batch[0]
+    out = None
+    if get_worker_info() is not None and elem.device.type == "cpu":
+        # In a worker: stack straight into shared memory, so that sending the batch copies nothing.
+        out = _shared_empty((len(batch), *elem.shape), elem.dtype)
+    return ember.stack(batch, 0, out=out)
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):

@@ -114,7 +114,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
     """Answers (task index, sampler index) from index_queue with (task index,
     batch or ExceptionWrapper) on data_queue until it gets None (the main
     process's stop signal) or the main process dies."""
-    from ..dataloader import _DatasetKind
+    from ..dataloader import _DatasetKind, _multiprocessing_module
+    _multiprocessing_module()  # a spawned worker registers ember's shared-memory reductions too
     try:
         ember.set_num_threads(1)  # the workers are the parallelism; threads would only fight over cores
         seed = _seed_worker(base_seed, worker_id)
