@@ -17,6 +17,7 @@ import pytest
 
 import ember
 import ember.multiprocessing as mp
+from child_process import child_env
 from ember import nn
 
 START_METHODS = ["fork", "spawn"]
@@ -384,3 +385,52 @@ def test_strategies_and_errors_match_pytorch():
             module.set_sharing_strategy("bogus")
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+_FILE_SYSTEM_SCRIPT = """
+import os, signal, sys
+import ember, ember.multiprocessing as mp
+
+def make_and_send(r):
+    r.put(ember.arange(4.0))
+
+def make_and_die(r):
+    t = ember.ones(3).share_memory_()
+    r.put(sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"ember_{os.getpid()}_")))
+    r.close(); r.join_thread()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if __name__ == "__main__":
+    mp.set_sharing_strategy("file_system")
+    ctx = mp.get_context("fork")
+    r = ctx.Queue()
+    p = ctx.Process(target=make_and_send if sys.argv[1] == "send" else make_and_die, args=(r,))
+    p.start()
+    got = r.get(timeout=60)
+    p.join(60)
+    print(got.tolist() if sys.argv[1] == "send" else " ".join(got), p.exitcode)
+"""
+
+
+def _run_script(tmp_path, mode):
+    script = tmp_path / "fs.py"
+    script.write_text(_FILE_SYSTEM_SCRIPT)
+    return subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=TIMEOUT,
+                          env=child_env())
+
+
+def test_file_system_segments_made_in_a_child_leave_no_tracker_noise(tmp_path):
+    # The child makes the segment, the parent unlinks it: both talk to the one resource tracker.
+    out = _run_script(tmp_path, "send")
+    assert out.returncode == 0 and out.stdout.split() == ["[0.0,", "1.0,", "2.0,", "3.0]", "0"], out.stderr
+    assert "resource_tracker" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_file_system_segment_of_a_killed_process_is_unlinked(tmp_path):
+    out = _run_script(tmp_path, "die")
+    names, code = out.stdout.split()[:-1], out.stdout.split()[-1]
+    assert out.returncode == 0 and code == str(-signal.SIGKILL) and len(names) == 1, out.stderr
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/dev/shm/{names[0]}") and time.monotonic() < deadline:
+        time.sleep(0.1)  # the tracker cleans up once every process using it has gone
+    assert not os.path.exists(f"/dev/shm/{names[0]}")

@@ -40,6 +40,8 @@ def set_sharing_strategy(new_strategy):
     """
     if new_strategy not in _all_sharing_strategies:
         raise AssertionError(f"invalid sharing strategy {new_strategy!r}, expected one of {_all_sharing_strategies}")
+    if new_strategy == "file_system":
+        _shared_memory.start_tracker()  # before any fork, so children share it
     _shared_memory._strategy = new_strategy
 
 

@@ -28,7 +28,7 @@ SHM_DIR = "/dev/shm"
 _COUNT = struct.Struct("q")
 
 _strategy = "file_descriptor" if hasattr(os, "memfd_create") else "file_system"
-_segments = {}  # data_ptr -> _Segment, for every shared storage mapped in this process
+_segments: dict = {}  # data_ptr -> _Segment, for every shared storage mapped in this process
 _share_lock = threading.Lock()  # a Queue's feeder thread shares storages beside the main thread
 
 
@@ -84,6 +84,13 @@ def adjust_refcount(name, nbytes, delta):
             _untrack(name)
     finally:
         os.close(fd)  # releases the lock
+
+
+def start_tracker():
+    """Starts the resource tracker now, so that processes forked from here on share it: a name is then
+    unregistered from the tracker that registered it, whichever process unlinks it."""
+    from multiprocessing import resource_tracker
+    resource_tracker.ensure_running()
 
 
 def _track(name):
