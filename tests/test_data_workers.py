@@ -296,3 +296,22 @@ def test_file_system_strategy_leaves_no_segment():
         emp.set_sharing_strategy(previous)
     after = {n for n in os.listdir("/dev/shm") if n.startswith("ember_")}
     assert after - before == set()
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_tensor_dataset_and_batch_sampler(context):
+    x = ember.arange(20.).reshape(10, 2)
+    dataset = ember.utils.data.TensorDataset(x, ember.arange(10))
+    loader = DataLoader(dataset, batch_sampler=[[9, 0], [4], [1, 2, 3]], num_workers=2, multiprocessing_context=context)
+    got = [(a.tolist(), b.tolist()) for a, b in loader]
+    assert got == [([[18., 19.], [0., 1.]], [9, 0]), ([[8., 9.]], [4]), ([[2., 3.], [4., 5.], [6., 7.]], [1, 2, 3])]
+    assert x.tolist()[3] == [6., 7.]  # the dataset's tensors are intact after the workers read them
+
+
+def test_worker_info_is_frozen():
+    import dataclasses
+    from ember.utils.data._utils.worker import WorkerInfo
+    info = WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.id = 3
+    assert (info.rng, info.worker_method) == (None, "multiprocessing")
