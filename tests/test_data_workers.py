@@ -167,7 +167,7 @@ def test_dead_worker_reported():
 
 
 def test_timeout():
-    loader = DataLoader(Sleeps(4, 3.0), num_workers=1, timeout=0.2)
+    loader = DataLoader(Sleeps(4, 1.0), num_workers=1, timeout=0.2)
     with pytest.raises(RuntimeError, match=r"DataLoader timed out after 0.2 seconds"):
         next(iter(loader))
 
@@ -306,6 +306,12 @@ def test_tensor_dataset_and_batch_sampler(context):
     got = [(a.tolist(), b.tolist()) for a, b in loader]
     assert got == [([[18., 19.], [0., 1.]], [9, 0]), ([[8., 9.]], [4]), ([[2., 3.], [4., 5.], [6., 7.]], [1, 2, 3])]
     assert x.tolist()[3] == [6., 7.]  # the dataset's tensors are intact after the workers read them
+
+
+def test_unpicklable_arguments_under_spawn():
+    with pytest.warns(UserWarning, match="Got pickle error when attempting to start a worker Process"):
+        with pytest.raises((AttributeError, TypeError, __import__("pickle").PicklingError)):
+            list(DataLoader(Range(4), num_workers=1, collate_fn=lambda batch: batch, multiprocessing_context="spawn"))
 
 
 def test_worker_info_is_frozen():
