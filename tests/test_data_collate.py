@@ -14,7 +14,8 @@ Point = collections.namedtuple("Point", ["x", "y"])
 
 
 def plain(obj):
-    """Tensors -> ("tensor", dtype name, values); containers kept (type name for others): comparable across libraries."""
+    """Tensors -> ("tensor", dtype name, shape, values), containers tagged with their type: comparable across
+    libraries."""
     if hasattr(obj, "dtype") and hasattr(obj, "tolist") and not isinstance(obj, np.ndarray):
         return ("tensor", str(obj.dtype).split(".")[-1], tuple(obj.shape), obj.tolist())
     if isinstance(obj, dict):

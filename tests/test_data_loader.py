@@ -114,6 +114,12 @@ def test_iterable_argument_errors(kwargs, message):
         DataLoader(Stream(0, 3), **kwargs)
 
 
+def test_prefetch_factor_zero():
+    loader = DataLoader(Range(4), num_workers=1, prefetch_factor=0)  # accepted here, refused when iterated
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter"):
+        iter(loader)
+
+
 def test_frozen_attributes_and_pin_memory():
     loader = DataLoader(Range(4))
     for attr in ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"):

@@ -81,7 +81,7 @@ def test_batch_sampler():
     assert len(BatchSampler(range(7), 3, False)) == 3 and len(BatchSampler(range(7), 3, True)) == 2
     assert len(BatchSampler(range(6), 3, False)) == 2 and list(BatchSampler([], 2, False)) == []
     for bad in (0, -1, True, 2.0):
-        with pytest.raises(ValueError, match=f"batch_size should be a positive integer value, but got batch_size={bad}"):
+        with pytest.raises(ValueError, match=f"should be a positive integer value, but got batch_size={bad}"):
             BatchSampler(range(3), bad, False)
     with pytest.raises(ValueError, match="drop_last should be a boolean value, but got drop_last=1"):
         BatchSampler(range(3), 2, 1)

@@ -170,7 +170,8 @@ class DataLoader:
                 multiprocessing_context = _multiprocessing_module().get_context(multiprocessing_context)
             if not isinstance(multiprocessing_context, python_multiprocessing.context.BaseContext):
                 raise TypeError("multiprocessing_context option should be a valid context object or a string "
-                                f"specifying the start method, but got multiprocessing_context={multiprocessing_context}")
+                                "specifying the start method, but got "
+                                f"multiprocessing_context={multiprocessing_context}")
         self.__multiprocessing_context = multiprocessing_context
 
     def __setattr__(self, attr, val):
@@ -304,6 +305,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
+        if self._prefetch_factor <= 0:
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._in_order = loader.in_order
         context = loader.multiprocessing_context or _multiprocessing_module()
         self._worker_init_fn = loader.worker_init_fn
@@ -457,8 +460,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         for _ in range(self._num_workers):  # the next active worker (with room, when out of order)
             worker_queue_idx = next(self._worker_queue_idx_cycle)
-            if self._workers_status[worker_queue_idx] and (
-                    self._in_order or self._workers_num_tasks[worker_queue_idx] < max_tasks // sum(self._workers_status)):
+            if not self._workers_status[worker_queue_idx]:
+                continue
+            if self._in_order or self._workers_num_tasks[worker_queue_idx] < max_tasks // sum(self._workers_status):
                 break
         else:
             return  # no active worker: the IterableDataset is exhausted
