@@ -44,6 +44,18 @@ def pid_gone(pid):
     return not os.path.exists(f"/proc/{pid}")
 
 
+def segments_of(pids):
+    """The /dev/shm segments that processes `pids` created (ember names them ember_<pid>_<random>)."""
+    return [n for n in os.listdir("/dev/shm") if n.startswith("ember_") and int(n.split("_")[1]) in pids]
+
+
+def wait_no_segments(pids, seconds=15):
+    deadline = time.monotonic() + seconds
+    while segments_of(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return segments_of(pids)
+
+
 def wait_gone(pids, seconds=15):
     deadline = time.monotonic() + seconds
     while not all(pid_gone(p) for p in pids) and time.monotonic() < deadline:
@@ -178,11 +190,22 @@ def test_break_and_delete_leave_no_process():
     next(it)
     pids = [w.pid for w in it._workers]
     assert all(not pid_gone(p) for p in pids)
-    for i, _ in enumerate(it):
+    for i, batch in enumerate(it):
         if i == 2:
             break
-    del it
+    del it, batch
     assert wait_gone(pids, 5) == []
+    assert segments_of(pids) == []  # the batches in flight were drained and freed
+    loader = DataLoader(Images(40), batch_size=4, num_workers=2, prefetch_factor=4)
+    it = iter(loader)
+    kept = next(it)  # a batch still alive after its loader is gone
+    pids = [w.pid for w in it._workers]
+    del it
+    assert wait_gone(pids, 5) == [] and len(segments_of(pids)) == 2  # only the kept batch's two tensors
+    assert kept[1].tolist() == [0, 1, 2, 0]
+    del kept
+    gc.collect()
+    assert segments_of(pids) == []
     for _ in DataLoader(Range(6), num_workers=2):  # an epoch run to its end shuts its workers down
         pass
 
@@ -198,7 +221,7 @@ def test_persistent_workers():
     assert [b for _, b in loader] == [[0, 1], [2, 3], [4, 5]]
     pids = [w.pid for w in loader._iterator._workers]
     del it, loader
-    assert wait_gone(pids, 10) == []
+    assert wait_gone(pids, 10) == [] and segments_of(pids) == []
     loader = DataLoader(Stream(0, 5), batch_size=2, num_workers=2, persistent_workers=True)
     assert sorted(sum(values(loader), [])) == sorted(sum(values(loader), [])) == [0, 1, 2, 3, 4]
     del loader
@@ -208,8 +231,8 @@ SCRIPT = """
     import os, sys, time
     sys.path.insert(0, {tests!r})
     from ember.utils.data import DataLoader
-    from data_toys import Range, Sleeps
-    loader = DataLoader({dataset}, batch_size=2, num_workers=2, {extra})
+    from data_toys import Images, Range
+    loader = DataLoader({dataset}, batch_size=2, num_workers=2, prefetch_factor=4, {extra})
     it = iter(loader)
     next(it)
     print(" ".join(str(w.pid) for w in it._workers), flush=True)
@@ -219,18 +242,19 @@ SCRIPT = """
 
 @pytest.mark.parametrize("extra", ["", "persistent_workers=True", "multiprocessing_context='spawn'"])
 def test_interpreter_exit_leaves_no_process(extra):
-    code = SCRIPT.format(tests=os.path.dirname(__file__), dataset="Range(1000)", extra=extra, end="")
+    code = SCRIPT.format(tests=os.path.dirname(__file__), dataset="Images(1000)", extra=extra, end="")
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=120, env=child_env())
     assert proc.returncode == 0, proc.stderr
     pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) == 2 and wait_gone(pids) == []
-    assert "Traceback" not in proc.stderr
+    assert segments_of(pids) == []  # the batches in flight at exit were drained, not left in /dev/shm
+    assert "Traceback" not in proc.stderr and "leaked" not in proc.stderr
 
 
 def test_killed_parent_leaves_no_process():
     # A parent killed outright runs no exit handler: the workers notice they were orphaned and exit.
-    code = SCRIPT.format(tests=os.path.dirname(__file__), dataset="Range(1000)", extra="",
+    code = SCRIPT.format(tests=os.path.dirname(__file__), dataset="Images(1000)", extra="",
                          end="time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True,
                             env=child_env())
@@ -241,6 +265,8 @@ def test_killed_parent_leaves_no_process():
         proc.wait()
         proc.stdout.close()
     assert len(pids) == 2 and wait_gone(pids, 20) == []
+    # What they were sending is lost with the parent: the resource tracker removes it when they are all gone.
+    assert wait_no_segments(pids, 20) == []
 
 
 def test_against_torch():

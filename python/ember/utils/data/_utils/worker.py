@@ -114,8 +114,10 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
     """Answers (task index, sampler index) from index_queue with (task index,
     batch or ExceptionWrapper) on data_queue until it gets None (the main
     process's stop signal) or the main process dies."""
-    from ..dataloader import _DatasetKind, _multiprocessing_module
-    _multiprocessing_module()  # a spawned worker registers ember's shared-memory reductions too
+    from ..dataloader import _WORKER_SHARING_STRATEGY, _DatasetKind, _multiprocessing_module
+    multiprocessing_module = _multiprocessing_module()  # a spawned worker registers ember's reductions too
+    if hasattr(multiprocessing_module, "set_sharing_strategy"):
+        multiprocessing_module.set_sharing_strategy(_WORKER_SHARING_STRATEGY)
     try:
         ember.set_num_threads(1)  # the workers are the parallelism; threads would only fight over cores
         seed = _seed_worker(base_seed, worker_id)
@@ -160,7 +162,5 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             del data, idx, index, r  # a batch held here would keep its shared memory alive
     except KeyboardInterrupt:
         pass  # Ctrl-C reaches the whole process group: the main process handles it
-    if done_event.is_set():
-        # Shutting down: do not block exit on flushing results nobody will read.
-        data_queue.cancel_join_thread()
-        data_queue.close()
+    # On exit the queue's feeder thread flushes what was put: the main process drains the queue while it
+    # joins the workers, so every batch sent (and its shared-memory segment) reaches it and is freed.
