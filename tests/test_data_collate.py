@@ -35,6 +35,11 @@ def test_numbers():
     assert plain(default_collate([True, False])) == ("tensor", "bool", (2,), [True, False])
     assert plain(default_collate([np.float32(1), np.float32(2)])) == ("tensor", "float32", (2,), [1.0, 2.0])
     assert plain(default_collate([np.int32(4)])) == ("tensor", "int32", (1,), [4])
+    # Mixed numbers: the first element picks the collate function, ember.tensor's inference the dtype.
+    assert plain(default_collate([1, 2.5])) == ("tensor", "float32", (2,), [1.0, 2.5])
+    assert plain(default_collate([True, 2])) == ("tensor", "int64", (2,), [1, 2])
+    assert plain(default_collate([1.0, 2])) == ("tensor", "float64", (2,), [1.0, 2.0])
+    assert plain(default_collate([-(2**63), 2**63 - 1])) == ("tensor", "int64", (2,), [-(2**63), 2**63 - 1])
 
 
 def test_tensors_and_arrays():
@@ -97,7 +102,7 @@ def test_default_convert():
 
 
 CASES = [
-    [1.5, 2.0], [1, 2, 3], [True, False], ["a", "b"], [b"x", b"y"],
+    [1.5, 2.0], [1, 2, 3], [True, False], ["a", "b"], [b"x", b"y"], [1, 2.5], [True, 2], [1.0, 2], [False, 1.5],
     [{"x": 1, "s": "a"}, {"x": 2, "s": "b"}], [(1, 2.5), (3, 4.5)], [[1, 2], [3, 4]],
     [np.float32(1), np.float32(2)], [np.int64(1)], [np.bool_(True), np.bool_(False)],
     [np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int32)], [np.ones((2, 2)), np.zeros((2, 2))],
