@@ -55,4 +55,4 @@ def test_hogwild_trains_one_shared_model_from_two_processes():
     assert len(workers) == 2 and str(os.getpid()) not in workers  # both processes trained
     correct, total = map(int, re.search(r"Accuracy: (\d+)/(\d+)", out.stdout).groups())
     # The parent never trained: what it scores, the workers wrote into its shared weights. Chance is 0.1.
-    assert total == 450 and correct / total > 0.6, out.stdout
+    assert total == 450 and correct / total > 0.7, out.stdout

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import ember
 import ember.multiprocessing as mp
 from child_process import child_env
 from ember import nn
+from ember.multiprocessing import _shared_memory
 
 START_METHODS = ["fork", "spawn"]
 STRATEGIES = sorted(mp.get_all_sharing_strategies())
@@ -103,6 +105,13 @@ def _nothing(i):
     pass
 
 
+def _drop_inherited(box, ptr):
+    assert _shared_memory.segment_of(box[0].untyped_storage()) is not None
+    box.pop()  # the child's last reference: the mapping dies here; the reference it counts is the parent's
+    gc.collect()
+    assert ptr not in _shared_memory._segments  # no stale entry: new memory may come at that address
+
+
 def _train_step(model):
     with ember.no_grad():
         for p in model.parameters():
@@ -131,6 +140,16 @@ def test_share_memory_moves_storage_in_place(strategy):
     del x, view, empty
     gc.collect()
     assert not _our_segments([os.getpid()])
+
+
+def test_new_shared_storage(strategy):
+    storage = ember.UntypedStorage._new_shared(24)
+    assert isinstance(storage, ember.UntypedStorage) and storage.nbytes() == 24 and storage.is_shared()
+    t = ember._utils._rebuild_tensor(storage, 0, (2, 3), (3, 1), ember.float32)
+    ember.stack([ember.ones(3), ember.full((3,), 2.0)], out=t)  # a batch collated straight into shared memory
+    assert t.tolist() == [[1, 1, 1], [2, 2, 2]] and t.is_shared()
+    with pytest.raises(RuntimeError, match="only CPU memory"):
+        ember.UntypedStorage._new_shared(8, device="cuda")
 
 
 def test_storages_round_trip_through_the_forking_pickler(strategy):
@@ -278,14 +297,25 @@ def test_segment_of_a_dead_child_is_removed_with_its_last_user():
         mp.set_sharing_strategy(prev)
 
 
+def test_forked_child_does_not_trust_an_inherited_segment_that_died(strategy):
+    box = [ember.ones(1000).share_memory_()]
+    ptr = box[0].untyped_storage().data_ptr()
+    _run(multiprocessing.get_context("fork"), _drop_inherited, box, ptr)
+    assert box[0].is_shared() and box[0].sum().item() == 1000
+    segment = _shared_memory.segment_of(box[0].untyped_storage())
+    if strategy == "file_system":  # still only ours
+        count = Path(f"/dev/shm/{segment.name}").read_bytes()[-8:]
+        assert int.from_bytes(count, "little") == 1
+
+
 # ---------------------------------------------------------------- spawn
 def test_spawn_runs_fn_with_each_index():
     shared = ember.zeros(3).share_memory_()
-    assert mp.spawn(_write_index, args=(shared,), nprocs=3) is None
-    assert shared.tolist() == [1, 2, 3]
-    shared.zero_()
-    mp.start_processes(_write_index, args=(shared,), nprocs=2, start_method="fork")
+    assert mp.spawn(_write_index, args=(shared,), nprocs=2) is None
     assert shared.tolist() == [1, 2, 0]
+    shared.zero_()
+    mp.start_processes(_write_index, args=(shared,), nprocs=3, start_method="fork")
+    assert shared.tolist() == [1, 2, 3]
 
 
 def test_spawn_join_false_returns_a_process_context():
@@ -368,10 +398,25 @@ def test_cuda_tensors_are_refused():
     assert not t.is_shared()
 
 
-def test_import_ember_does_not_load_multiprocessing():
-    code = ("import sys, ember\nassert 'ember.multiprocessing' not in sys.modules\n"
-            "assert ember.multiprocessing.get_sharing_strategy() == 'file_descriptor'\nprint('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+_IMPORT_ORDER = """
+import sys, ember
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
+assert 'ember.multiprocessing' not in sys.modules
+if sys.argv[1] == 'nn-first':
+    from ember import nn
+assert ember.multiprocessing.get_sharing_strategy() == 'file_descriptor'
+assert sys.argv[1] == 'nn-first' or 'ember.nn' not in sys.modules  # ember.nn stays unloaded
+from ember import nn
+assert ForkingPickler._extra_reducers[nn.Parameter] is ForkingPickler._extra_reducers[ember.Tensor]
+print('ok')
+"""
+
+
+@pytest.mark.parametrize("order", ["nn-first", "multiprocessing-first"])
+def test_lazy_imports_and_parameter_reduction_in_either_order(order):
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ORDER, order], capture_output=True, text=True,
+                         timeout=TIMEOUT, env=child_env())
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
@@ -410,6 +455,39 @@ if __name__ == "__main__":
     p.join(60)
     print(got.tolist() if sys.argv[1] == "send" else " ".join(got), p.exitcode)
 """
+
+
+_FORKSERVER_SCRIPT = """
+import gc, os
+import ember, ember.multiprocessing as mp
+
+def fill(t):
+    t.fill_(3)
+
+if __name__ == "__main__":
+    for strategy in ("file_descriptor", "file_system"):
+        mp.set_sharing_strategy(strategy)
+        x = ember.zeros(4)
+        p = mp.get_context("forkserver").Process(target=fill, args=(x,))
+        p.start()
+        p.join(60)
+        print(strategy, p.exitcode, x.tolist())
+        del x
+        gc.collect()
+    print(sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"ember_{os.getpid()}_")))
+"""
+
+
+def test_forkserver_children_give_their_references_back(tmp_path):
+    # A forkserver child drops the finalizers made before it starts (its arguments'): ours survive that.
+    script = tmp_path / "fsrv.py"
+    script.write_text(_FORKSERVER_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=TIMEOUT,
+                         env=child_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["file_descriptor 0 [3.0, 3.0, 3.0, 3.0]",
+                                       "file_system 0 [3.0, 3.0, 3.0, 3.0]", "[]"]
+    assert "resource_tracker" not in out.stderr, out.stderr
 
 
 def _run_script(tmp_path, mode):

@@ -138,6 +138,21 @@ def test_storage_dies_on_another_thread():
     assert len(buf) == 34
 
 
+def test_storage_dies_inside_backward_without_the_gil():
+    # The engine frees saved tensors with the GIL released: the deleter must take it to release the buffer.
+    buf = bytearray(np.full(4, 3.0, np.float32).tobytes())
+    z = _float_view(_C._storage_from_buffer(buf, copy=False), 4)
+    x = ember.ones(4, requires_grad=True)
+    y = (x * z).sum()  # mul saves z for x's gradient
+    del z
+    gc.collect()
+    with pytest.raises(BufferError):
+        buf.extend(b"x")  # the graph holds the storage
+    y.backward()  # frees the saved z: released here, y still alive
+    buf.extend(b"x")
+    assert len(buf) == 17 and x.grad.tolist() == [3.0] * 4
+
+
 def test_non_contiguous_and_bad_buffers():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
     with pytest.raises(ValueError, match="not C-contiguous"):

@@ -51,6 +51,14 @@ def is_shared(self):
     return _shared_memory.segment_of(self) is not None
 
 
+def _new_shared(cls, size, *, device=None):
+    """A new storage of size bytes in shared memory (what a DataLoader worker collates a batch into)."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise RuntimeError(f"_new_shared: ember shares only CPU memory between processes, not {device}")
+    from .multiprocessing import _shared_memory
+    return _shared_memory.new_shared_storage(size)
+
+
 def __repr__(self):
     return f"ember.UntypedStorage(nbytes={self.nbytes()}, device='{self.device}')"
 
@@ -59,4 +67,5 @@ _METHODS = dict(clone=clone, cpu=cpu, __reduce_ex__=__reduce_ex__, __deepcopy__=
                 __repr__=__repr__, share_memory_=share_memory_, is_shared=is_shared)
 for _name, _fn in _METHODS.items():
     setattr(UntypedStorage, _name, _fn)
+setattr(UntypedStorage, "_new_shared", classmethod(_new_shared))
 UntypedStorage.__module__ = "ember"

@@ -20,6 +20,7 @@ import os
 import secrets
 import struct
 import threading
+import weakref
 from multiprocessing import util
 
 from .. import _C
@@ -33,10 +34,12 @@ _share_lock = threading.Lock()  # a Queue's feeder thread shares storages beside
 
 
 class _Segment:
-    __slots__ = ("kind", "nbytes", "fd", "name")
+    __slots__ = ("kind", "nbytes", "fd", "name", "ptr", "pid", "mapping", "released")
 
     def __init__(self, kind, nbytes, fd=None, name=None):
         self.kind, self.nbytes, self.fd, self.name = kind, nbytes, fd, name
+        self.ptr = self.pid = self.mapping = None  # set by _map; mapping: a weak reference to the mmap
+        self.released = False
 
 
 def _count_offset(nbytes):
@@ -47,25 +50,45 @@ def _path(name):
     return os.path.join(SHM_DIR, name)
 
 
-def _map(fd, length, nbytes, segment):
-    """A storage over the first nbytes of an mmap of fd, registered under its data_ptr."""
-    mapping = mmap.mmap(fd, length)
+def _map(fd, length, nbytes, segment, populate=False):
+    """A storage over the first nbytes of an mmap of fd, registered under its data_ptr. populate: fault
+    the pages in now (a new segment about to be filled: faster than a fault per page)."""
+    flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+    mapping = mmap.mmap(fd, length, flags=flags)
     storage = _C._storage_from_buffer(memoryview(mapping)[:nbytes], copy=False)
-    ptr = storage.data_ptr()
-    _segments[ptr] = segment
-    # The mapping dies with the last storage over it (the storage holds it through the buffer). A
-    # multiprocessing Finalize also runs at exit, in children too (after joining theirs), never in a forked copy.
-    util.Finalize(mapping, _release, args=(ptr, segment), exitpriority=-10)
+    segment.ptr, segment.pid = storage.data_ptr(), os.getpid()
+    # The mapping dies with the last storage over it (the storage holds it through the buffer).
+    segment.mapping = weakref.ref(mapping, lambda _, segment=segment: _release(segment))
+    _segments[segment.ptr] = segment
     return storage
 
 
-def _release(ptr, segment):
-    if _segments.get(ptr) is segment:
-        del _segments[ptr]
+def _release(segment):
+    """Gives back this process's reference to the segment: when its mapping dies, or at exit."""
+    if _segments.get(segment.ptr) is segment:
+        del _segments[segment.ptr]
+    if segment.released or segment.pid != os.getpid():  # a forked copy's: the parent holds that reference
+        return
+    segment.released = True
     if segment.kind == "file_descriptor":
         os.close(segment.fd)
     else:
         adjust_refcount(segment.name, segment.nbytes, -1)
+
+
+def _release_all():
+    for segment in list(_segments.values()):
+        _release(segment)
+
+
+def _install_exit_hook(_=None):
+    # multiprocessing runs its exit finalizers in children too (after joining theirs), but a forked
+    # child starts with none (its arguments' mappings are made before that), so the hook goes in again.
+    util.Finalize(None, _release_all, exitpriority=-10)
+
+
+_install_exit_hook()
+util.register_after_fork(_release_all, _install_exit_hook)
 
 
 def adjust_refcount(name, nbytes, delta):
@@ -110,20 +133,24 @@ def new_shared_storage(nbytes, strategy=None):
         fd = os.memfd_create("ember_shared", os.MFD_CLOEXEC)
         try:
             os.ftruncate(fd, max(nbytes, 1))  # mmap cannot map 0 bytes
-            return _map(fd, max(nbytes, 1), nbytes, _Segment(strategy, nbytes, fd=fd))
+            return _map(fd, max(nbytes, 1), nbytes, _Segment(strategy, nbytes, fd=fd), populate=True)
         except BaseException:
             os.close(fd)
             raise
     name = f"ember_{os.getpid()}_{secrets.token_hex(8)}"
     length = _count_offset(nbytes) + _COUNT.size
     fd = os.open(_path(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    tracked = False
     try:
         os.ftruncate(fd, length)
         os.pwrite(fd, _COUNT.pack(1), _count_offset(nbytes))  # this process's mapping
         _track(name)
-        return _map(fd, length, nbytes, _Segment(strategy, nbytes, name=name))
+        tracked = True
+        return _map(fd, length, nbytes, _Segment(strategy, nbytes, name=name), populate=True)
     except BaseException:
         os.unlink(_path(name))
+        if tracked:
+            _untrack(name)
         raise
     finally:
         os.close(fd)
@@ -160,7 +187,12 @@ def segment_of(storage):
     """The segment of a shared CPU storage, or None."""
     if storage.device.type != "cpu":
         return None
-    return _segments.get(storage.data_ptr())
+    segment = _segments.get(storage.data_ptr())
+    # A forked child inherits the registry but not the finalizers: an entry whose mapping died there is
+    # stale, and new memory may since have come at its address.
+    if segment is None or segment.mapping() is None:
+        return None
+    return segment
 
 
 def share_storage_(storage):

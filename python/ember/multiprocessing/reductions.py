@@ -6,9 +6,11 @@ seen by the other. Pickle's memo sees every view of one storage as one object,
 so views sent together arrive as views of one shared storage.
 """
 import multiprocessing
+import sys
 from multiprocessing.reduction import ForkingPickler
 
 from .. import _C, _utils
+from .._tensor import Tensor
 from . import _shared_memory
 
 _NON_LEAF_ERROR = ("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does not "
@@ -26,8 +28,8 @@ def rebuild_tensor(cls, storage, metadata, grad=None):
     """A tensor of type cls over the received storage; its .grad, if one was sent."""
     storage_offset, size, stride, requires_grad, dtype = metadata
     t = _utils._rebuild_tensor(storage, storage_offset, size, stride, dtype)
-    from ..nn.parameter import Parameter
-    if cls is Parameter:
+    if cls is not Tensor:  # a Parameter (unpickling cls loaded ember.nn already)
+        from ..nn.parameter import Parameter
         t = Parameter(t, requires_grad=requires_grad)  # a Parameter takes requires_grad at construction
     elif requires_grad:
         t.requires_grad_(True)
@@ -73,8 +75,14 @@ def reduce_storage(storage):
 
 
 def init_reductions():
-    from .. import Tensor, UntypedStorage
-    from ..nn.parameter import Parameter
+    from .. import UntypedStorage
     ForkingPickler.register(UntypedStorage, reduce_storage)
-    for cls in (Tensor, Parameter):
-        ForkingPickler.register(cls, reduce_tensor)
+    ForkingPickler.register(Tensor, reduce_tensor)
+    # nn.Parameter: now if ember.nn is loaded, else when it loads (ember.nn costs more than the rest of this).
+    parameter = sys.modules.get("ember.nn.parameter")
+    if parameter is not None and hasattr(parameter, "Parameter"):
+        register_parameter(parameter.Parameter)
+
+
+def register_parameter(cls):
+    ForkingPickler.register(cls, reduce_tensor)

@@ -2,6 +2,7 @@
 to its attributes. As PyTorch's torch.nn.parameter."""
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from typing import Any, Optional
 
@@ -155,3 +156,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         ret = Tensor._make_subclass(cls, data, requires_grad)
         ret.__dict__.update(persistent=persistent, _is_buffer=True)
         return ret
+
+
+if "ember.multiprocessing.reductions" in sys.modules:  # loaded first: Parameters travel through shared memory too
+    sys.modules["ember.multiprocessing.reductions"].register_parameter(Parameter)
