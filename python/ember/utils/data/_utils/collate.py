@@ -96,9 +96,7 @@ def collate(batch, *, collate_fn_map=None):
 
 def _shared_empty(shape, dtype):
     """An uninitialized contiguous CPU tensor in shared memory (sent to another process without a copy)."""
-    from ember.multiprocessing import _shared_memory
-    numel = math.prod(shape)
-    storage = _shared_memory.new_shared_storage(numel * dtype.itemsize)
+    storage = ember.UntypedStorage._new_shared(math.prod(shape) * dtype.itemsize)
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
