@@ -58,7 +58,7 @@ def _start_resource_tracker():
     _shared_memory.start_tracker()
 
 
-_live_iterators = weakref.WeakSet()  # multi-process iterators whose workers may still run
+_live_iterators: "weakref.WeakSet[_MultiProcessingDataLoaderIter]" = weakref.WeakSet()  # workers may still run
 
 
 def _shut_down_live_iterators():
