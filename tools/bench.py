@@ -39,8 +39,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    CONV_SHAPES, LOAD_ROW, MLP_BATCH, MLP_SIZES, MMAP_ROW, SAVE_ROW, Lib, all_benches, conv_row_name, cuda_benches,
-    lstm_row_name)
+    CONV_SHAPES, LOAD_ROW, MLP_BATCH, MLP_SIZES, MMAP_ROW, SAVE_ROW, Lib, SelfTimed, all_benches, conv_row_name,
+    cuda_benches, dataloader_row_name, lstm_row_name)
 from bench_models import MODEL_ROWS, model_benches  # noqa: E402
 
 
@@ -139,10 +139,14 @@ class Timer:
     @staticmethod
     def _run_batch(fn, calls, sync):
         start = time.perf_counter()
+        self_timed = None  # the sum of what fn reports, when it times itself (SelfTimed)
         for _ in range(calls):
-            fn()
+            result = fn()
+            if type(result) is SelfTimed:
+                self_timed = (self_timed or 0.0) + result
         sync()
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        return elapsed if self_timed is None else self_timed
 
     def _warm_up(self, fn, sync):
         """Seconds per call, estimated after warmup_s of calls (lazy init, page faults, caches)."""
@@ -314,6 +318,10 @@ def goals(corename):
         Goal("save 500 MB state_dict", (SAVE_ROW,), "torch", "ember/torch GB/s", ">=", 1.0),
         Goal("load 500 MB state_dict", (LOAD_ROW,), "torch", "ember/torch GB/s", ">=", 1.0),
         Goal("mmap load vs full read", (MMAP_ROW,), f"row:{LOAD_ROW}", "ember mmap/read GB/s", ">=", 10.0),
+        Goal("DataLoader batches/s", tuple(dataloader_row_name(w, "epoch") for w in (0, 2)), "torch",
+             "ember/torch batches/s", ">=", 1.0),
+        Goal("DataLoader first batch", tuple(dataloader_row_name(w, "first batch") for w in (0, 2)), "torch",
+             "ember/torch time", "<=", 1.0),
     ] + [Goal(row.removeprefix("train step "), (row,), "torch", "ember/torch time", "<=", 0.8) for row in MODEL_ROWS]
 
 

@@ -4,7 +4,13 @@ makes its inputs and returns a zero-argument callable to time, or None when
 that library has no equivalent."""
 import numpy as np
 
-TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}  # other units are rates: GB/s, GFLOP/s
+TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}  # other units are rates: GB/s, GFLOP/s, batches/s
+RATE_SCALES = {"batches/s": 1.0}  # rates counted in units, not billions
+
+
+class SelfTimed(float):
+    """What a row's callable returns when only part of its call is to be timed (the
+    seconds that part took), e.g. the first batch but not the workers' shutdown after it."""
 F32 = 4  # bytes per float32
 
 
@@ -66,7 +72,7 @@ class Bench:
         """The row's figure, in its unit, for an op taking `seconds` per call."""
         if self.unit in TIME_UNITS:
             return seconds * TIME_UNITS[self.unit]
-        return self.work / seconds / 1e9
+        return self.work / seconds / RATE_SCALES.get(self.unit, 1e9)
 
 
 def overhead_benches():
@@ -365,7 +371,7 @@ def all_benches():
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
             + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
-            + optim_benches() + rnn_benches() + save_load_benches())
+            + optim_benches() + rnn_benches() + save_load_benches() + data_benches())
 
 
 def loss_benches():
@@ -873,3 +879,81 @@ def save_load_benches():
     return [Bench(section, SAVE_ROW, "GB/s", build_save, work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS),
             Bench(section, LOAD_ROW, "GB/s", build_load(False), work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS),
             Bench(section, MMAP_ROW, "GB/s", build_load(True), work=SAVE_BYTES, columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- data loading (issue 13)
+DATA_BATCH, DATA_BATCHES = 64, 16  # an epoch of 16 batches of 64
+
+
+def dataloader_row_name(workers, what):
+    return f"dataloader 3x32x32 b{DATA_BATCH} workers {workers} {what}"
+
+
+class SyntheticImages:
+    """A map-style dataset doing an image pipeline's per-item Python work: uint8 pixels from NumPy
+    made float, flipped every other item, then normalized per channel as tensors."""
+
+    def __init__(self, mod, n):
+        self.mod, self.n = mod, n
+        self.pixels = np.random.default_rng(0).integers(0, 256, (DATA_BATCH, 3, 32, 32), dtype=np.uint8)
+        self.mean = mod.tensor([0.49, 0.48, 0.45]).view(3, 1, 1)
+        self.std = mod.tensor([0.25, 0.24, 0.26]).view(3, 1, 1)
+
+    def __getitem__(self, i):
+        image = self.pixels[i % DATA_BATCH].astype(np.float32) / 255
+        if i % 2:
+            image = np.ascontiguousarray(image[:, :, ::-1])
+        return (self.mod.from_numpy(image) - self.mean) / self.std, i % 10
+
+    def __len__(self):
+        return self.n
+
+
+def data_benches():
+    """Issue 13's DataLoader: batches/s over an epoch (workers kept between epochs) and the time from
+    iter() to the first batch (workers started for it), with 0 and 2 worker processes."""
+    import time
+
+    def loader(lib, workers, **kwargs):
+        if lib.is_numpy:
+            return None
+        dataset = SyntheticImages(lib.mod, DATA_BATCH * DATA_BATCHES)
+        return lib.mod.utils.data.DataLoader(dataset, batch_size=DATA_BATCH, shuffle=True, num_workers=workers,
+                                             **kwargs)
+
+    def epoch(workers):
+        def build(lib):
+            data = loader(lib, workers, persistent_workers=workers > 0)
+            if data is None:
+                return None
+
+            def run():
+                for _ in data:
+                    pass
+            return run
+        return build
+
+    def first_batch(workers):
+        def build(lib):
+            data = loader(lib, workers)
+            if data is None:
+                return None
+
+            def run():
+                start = time.perf_counter()
+                it = iter(data)
+                next(it)
+                seconds = time.perf_counter() - start
+                del it  # the workers' shutdown is not part of the first batch's time
+                return SelfTimed(seconds)
+            return run
+        return build
+
+    section = "data loading: DataLoader over a synthetic image dataset"
+    rows = []
+    for workers in (0, 2):
+        rows.append(Bench(section, dataloader_row_name(workers, "epoch"), "batches/s", epoch(workers),
+                          work=DATA_BATCHES, columns=TORCHLIKE_COLUMNS))
+        rows.append(Bench(section, dataloader_row_name(workers, "first batch"), "ms", first_batch(workers),
+                          columns=TORCHLIKE_COLUMNS))
+    return rows

@@ -6,8 +6,9 @@ from . import hooks, trace  # noqa: E402,F401
 # utils.checkpoint builds on autograd, which imports utils.hooks: ember/__init__ imports it last.
 
 
-# Submodules with heavy imports (safetensors) load on first use: `ember.utils.safetensors`.
-_LAZY_SUBMODULES = ("safetensors",)
+# Submodules with heavy imports load on first use (`ember.utils.safetensors`; `ember.utils.data`
+# imports multiprocessing): `import ember` stays fast.
+_LAZY_SUBMODULES = ("safetensors", "data")
 
 
 def __getattr__(name):
