@@ -122,7 +122,7 @@ bool expandable_to(const DimVector& shape, const DimVector& target) {
 // The node that raises when reached: once_differentiable's outputs under create_graph.
 struct DelayedErrorNode final : Node {
   std::string message;
-  std::string name() const override { return "Error"; }
+  std::string default_name() const override { return "Error"; }
   TensorList apply(TensorList&&) override { EMBER_FAIL(Runtime, message); }
 };
 

@@ -440,12 +440,19 @@ bool operand(PyObject* o, Tensor& out) {
   return false;
 }
 
+Tensor sub2(const Tensor& a, const Tensor& b);
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
 PyObject* binary(PyObject* a, PyObject* b) {
   EMBER_PY_BEGIN
   Tensor x, y;
   if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
-  return wrap(run_op(work_of(x) + work_of(y), [&] { return Op(x, y); }));
+  return wrap(run_op(work_of(x) + work_of(y), [&] {
+    const uint64_t first_node = autograd::next_sequence_nr();
+    Tensor result = Op(x, y);
+    // `2 - t` is PyTorch's rsub(t, 2), whose node is RsubBackward1.
+    if constexpr (Op == sub2) if (!is_tensor(a)) autograd::name_composite_node(result, first_node, "RsubBackward1");
+    return result;
+  }));
   EMBER_PY_END
 }
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
