@@ -88,3 +88,50 @@ def test_renamed_node_still_differentiates():
     # an input a composite returns unchanged keeps its own node's name
     b = a * 1
     assert ember.nn.functional.dropout(b, 0.5, training=False).grad_fn.name() == "MulBackward0"
+
+
+# ---------------------------------------------------------------- one Python class per node name
+def test_each_node_name_is_its_own_class():
+    a = ember.randn(3, 4, requires_grad=True)
+    loss = ember.nn.functional.cross_entropy(a, ember.tensor([0, 1, 2]))
+    node = loss.grad_fn
+    cls = type(node)
+    assert cls.__name__ == cls.__qualname__ == node.name() == "NllLossBackward0"
+    assert cls.__module__ == "builtins" and repr(cls) == "<class 'NllLossBackward0'>"
+    assert isinstance(node, ember._C.Node) and isinstance(node, ember.autograd.graph.Node)
+    assert type(ember.nn.functional.cross_entropy(a * 2, ember.tensor([0, 0, 0])).grad_fn) is cls  # cached per name
+    assert type((a * 2).grad_fn) is not cls and type((a * 2).grad_fn).__name__ == "MulBackward0"
+    leaf_node = (a * 2).grad_fn.next_functions[0][0]
+    assert type(leaf_node).__name__ == "AccumulateGrad" and leaf_node.variable.data_ptr() == a.data_ptr()
+    assert loss.grad_fn is node  # an existing wrapper is returned as is
+
+
+def test_node_repr_is_pythons_default_with_a_hex_address():
+    node = (ember.ones(2, requires_grad=True) * 2).grad_fn
+    assert repr(node) == f"<MulBackward0 object at {hex(id(node))}>"
+
+
+def test_custom_function_nodes_keep_their_class():
+    class Double(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = Double.apply(ember.ones(2, requires_grad=True))
+    assert type(y.grad_fn).__name__ == "DoubleBackward" and y.grad_fn.name() == "DoubleBackward"
+
+
+def test_node_classes_as_torch():
+    torch = pytest.importorskip("torch")
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        names = [type(f(m, a).grad_fn).__name__ for f in (
+            lambda m, a: m.nn.functional.mse_loss(a, a.detach()),
+            lambda m, a: a.sum(1), lambda m, a: a.max(), lambda m, a: a.t())]
+        if m is ember:
+            ours = names
+    assert ours == names == ["MseLossBackward0", "SumBackward1", "MaxBackward1", "TBackward0"]
