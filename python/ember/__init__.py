@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
 # most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES = ("nn", "optim", "distributed")
+_LAZY_SUBMODULES = ("nn", "optim", "distributed", "return_types")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim  # noqa: F401
 

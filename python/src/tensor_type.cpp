@@ -3,6 +3,7 @@
 // PyTorch code reads (shape, dtype, grad, ...). ember.Tensor is the Python
 // class deriving from it (python/ember/_tensor.py), as torch.Tensor from
 // torch._C.TensorBase; every tensor object the bindings make is of that class.
+#include "python_exception.h"
 #include "python_support.h"
 
 #include <structmember.h>
@@ -80,6 +81,41 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
   if (type) { PyStructSequence_SetItem(out, 0, a); PyStructSequence_SetItem(out, 1, b); }
   else { PyTuple_SET_ITEM(out, 0, a); PyTuple_SET_ITEM(out, 1, b); }
   return out;
+}
+
+// PyTorch's repr of a returned named tuple: one `field=repr` a line.
+static PyObject* return_type_repr(PyObject* self, PyObject*) {
+  PyTypeObject* type = Py_TYPE(self);
+  std::string text = std::string(type->tp_name) + "(\n";
+  const Py_ssize_t n = PyTuple_GET_SIZE(self);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* repr = PyObject_Repr(PyTuple_GET_ITEM(self, i));
+    if (!repr) return nullptr;
+    const char* item = PyUnicode_AsUTF8(repr);
+    if (!item) { Py_DECREF(repr); return nullptr; }
+    text += std::string(type->tp_members[i].name) + "=" + item + (i + 1 < n ? ",\n" : "");
+    Py_DECREF(repr);
+  }
+  return PyUnicode_FromString((text + ")").c_str());
+}
+static PyMethodDef return_type_repr_def = {"__repr__", return_type_repr, METH_NOARGS, nullptr};
+
+std::vector<PyTypeObject*>& return_types() {
+  static std::vector<PyTypeObject*> types;  // ember.return_types lists them
+  return types;
+}
+
+PyTypeObject* make_return_type(PyStructSequence_Desc* desc) {
+  PyTypeObject* type = PyStructSequence_NewType(desc);
+  if (!type) throw PythonException();
+  PyObject* repr = PyDescr_NewMethod(type, &return_type_repr_def);
+  if (!repr || PyObject_SetAttrString(reinterpret_cast<PyObject*>(type), "__repr__", repr) < 0) {
+    Py_XDECREF(repr);
+    throw PythonException();
+  }
+  Py_DECREF(repr);
+  return_types().push_back(type);
+  return type;
 }
 
 PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type) {
