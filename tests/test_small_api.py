@@ -109,3 +109,56 @@ def test_cudnn_flags():
     cudnn = ember.backends.cudnn
     assert cudnn.is_available() is False and cudnn.version() is None
     assert (cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) == (True, False, False, True)
+
+
+# ---------------------------------------------------------------- Tensor.t_
+def test_t_inplace_geometry_and_version():
+    x = ember.arange(6.0).reshape(2, 3)
+    v = x._version
+    assert x.t_() is x and x.shape == (3, 2) and x.stride() == (1, 3) and not x.is_contiguous()
+    assert x._version == v + 1
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3).T)
+    one = ember.arange(3.0)
+    assert one.t_().shape == (3,) and ember.tensor(2.0).t_().shape == ()
+    with pytest.raises(RuntimeError, match=r"t_\(\) expects a tensor with <= 2 dimensions, but self is 3D"):
+        ember.zeros(2, 3, 4).t_()
+
+
+def test_t_inplace_autograd():
+    a = ember.arange(6.0).reshape(2, 3).requires_grad_()
+    y = a * 2
+    assert y.t_() is y and y.grad_fn.name() == "TBackward1" and type(y.grad_fn).__name__ == "TBackward1"
+    weights = ember.arange(6.0).reshape(3, 2)
+    (y * weights).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), 2 * np.arange(6.0).reshape(3, 2).T)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        a.t_()
+    # what an op saved of the tensor is stale after the transpose (its version moved), as in PyTorch
+    b = ember.ones(2, 3, requires_grad=True)
+    e = b.exp()
+    e.t_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.sum().backward()
+
+
+def test_t_inplace_on_a_view():
+    a = ember.arange(6.0).reshape(2, 3).requires_grad_()
+    y = a * 1
+    z = y[0:2]
+    z.t_()
+    assert z._is_view() and z._base.equal(y) and z.shape == (3, 2) and y.shape == (2, 3)
+    assert z.grad_fn.name() == "TBackward1"
+    (z * ember.arange(6.0).reshape(3, 2)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]])
+
+
+def test_t_inplace_as_torch():
+    torch = pytest.importorskip("torch")
+    results = []
+    for m in (ember, torch):
+        a = m.arange(6.0).reshape(2, 3).requires_grad_()
+        y = (a * 3)[:, 1:]
+        y.t_()
+        (y * m.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        results.append((tuple(y.shape), y.stride(), y.grad_fn.name(), a.grad.tolist()))
+    assert results[0] == results[1]

@@ -401,6 +401,23 @@ PyObject* m_is_view(PyObject* self, PyObject*) {
   const AutogradMeta* meta = SELF.impl()->autograd.get();
   return PyBool_FromLong(meta && meta->view_base);
 }
+}  // namespace
+}  // namespace ember::python
+namespace ember {
+// Transposes a tensor of <= 2 dims in place (PyTorch's t_): a new version; with autograd, node TBackward1.
+// Defined in aten/src/composite/views.cpp, declared only here (its one caller) to keep tensor.h unchanged.
+const Tensor& t_(const Tensor& self);
+}  // namespace ember
+namespace ember::python {
+namespace {
+
+PyObject* m_t_(PyObject* self, PyObject*) {
+  EMBER_PY_BEGIN
+  ember::t_(SELF);
+  Py_INCREF(self);
+  return self;
+  EMBER_PY_END
+}
 PyObject* m_detach_(PyObject* self, PyObject*) {
   if (SELF.impl()->autograd && SELF.impl()->autograd->view_base) {
     PyErr_SetString(PyExc_RuntimeError, "Can't detach views in-place. Use detach() instead.");
@@ -459,6 +476,7 @@ PyMethodDef hand_written_methods[] = {
     {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
+    {"t_", m_t_, METH_NOARGS, "Transposes this tensor of <= 2 dimensions in place."},
     {"_is_view", m_is_view, METH_NOARGS, "Whether this tensor is a view of another (see _base)."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
     {"_make_subclass", make_subclass, METH_VARARGS | METH_STATIC, "A `cls` object sharing `data`'s memory, a new leaf."},
