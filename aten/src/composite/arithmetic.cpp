@@ -82,7 +82,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return ember::dot(a, b);
   }
   if (da == 2 && db == 1) {
-    EMBER_CHECK(sa[1] == sb[0], Runtime, "matmul: size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
+    EMBER_CHECK(sa[1] == sb[0], Runtime, "size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
                 "), vec (", sb[0], ")");
     return ember::squeeze(ember::mm(a, ember::unsqueeze(b, -1)), IntList{-1});
   }
@@ -114,7 +114,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t p = db > 1 ? sb[db - 1] : 1;
   DimVector batch = broadcast_batch(leading(sa, 2), leading(sb, 2));
   const int64_t nbatch = compute_numel(batch);
-  EMBER_CHECK(m1 == m2, Runtime, "matmul: Expected size for first two dimensions of batch2 tensor to be: [", nbatch,
+  EMBER_CHECK(m1 == m2, Runtime, "Expected size for first two dimensions of batch2 tensor to be: [", nbatch,
               ", ", m1, "] but got: [", nbatch, ", ", m2, "].");
   DimVector a_shape = batch, b_shape = batch;
   a_shape.push_back(n);
