@@ -19,7 +19,7 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype", "node_name"}
+           "same_dtype", "node_name", "plain_tuple"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -79,6 +79,7 @@ class Op:
     python_module: str = ""  # the ember submodule of the function form ("" is ember itself)
     promote_scalars: list = field(default_factory=list)  # Scalar arguments that take part in type promotion
     same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
+    plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
     node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
@@ -233,6 +234,11 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("python_module"),
                             f"{sig.full_name}: python_module places the function form; the op has none")
         op.python_module = module
+    if "plain_tuple" in entry:
+        if not isinstance(entry["plain_tuple"], bool) or len(sig.returns) < 2:
+            raise SpecError(file, entry.line_of("plain_tuple"),
+                            f"{sig.full_name}: plain_tuple is true or false, on an op with several returns")
+        op.plain_tuple = entry["plain_tuple"]
     if "node_name" in entry:
         if kind != "composite" or not re.fullmatch(r"[A-Z]\w*", str(entry["node_name"])):
             raise SpecError(file, entry.line_of("node_name"),

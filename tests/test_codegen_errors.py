@@ -368,3 +368,14 @@ def test_node_name_on_composite_ops_only(tmp_path):
     for body in (GOOD_OP + "  node_name: MulBackward0\n", MSE_OP + "  node_name: mse\n"):
         msg = error_of(tmp_path, body)
         assert "node_name is a node class name, on a composite op" in msg
+
+
+def test_plain_tuple_on_ops_with_several_returns(tmp_path):
+    body = """\
+- func: std_mean(Tensor self) -> (Tensor std, Tensor mean)
+  kind: composite
+  doc: Both.
+"""
+    assert load(tmp_path, body + "  plain_tuple: true\n").ops[0].plain_tuple
+    for bad in (body + "  plain_tuple: 1\n", MSE_OP + "  plain_tuple: true\n"):
+        assert "plain_tuple is true or false, on an op with several returns" in error_of(tmp_path, bad)

@@ -45,3 +45,13 @@ def test_repr_as_torch(name):
     ours = repr(CALLS[name](ember, ember.tensor(X)))
     theirs = repr(CALLS[name](torch, torch.tensor(X)))
     assert ours.replace("ember.", "torch.") == theirs
+
+
+def test_std_mean_and_var_mean_return_plain_tuples():
+    x = ember.tensor(X)
+    for fn in (ember.std_mean, ember.var_mean):
+        r = fn(x, 1)
+        assert type(r) is tuple and len(r) == 2
+    std, mean = ember.std_mean(x)
+    assert abs(float(mean) - 13 / 6) < 1e-6 and abs(float(std) - 1.7224014243685084) < 1e-6
+    assert repr(ember.var_mean(ember.tensor([1.0, 3.0]))) == "(tensor(2.), tensor(2.))"
