@@ -232,6 +232,7 @@ class OpGen:
                 values.append({"name": name, "type": value_type(p.type)})
         return {
             "name": node_name(op),
+            "name_if_given": [{"arg": a, "name": n} for a, n in op.derivative.name_if_given.items()],
             "struct": node_struct(self.model, op),
             "diff": [{"name": d.name, "index": i, "formula": formulas[d.name], "is_list": d.type.is_list}
                      for i, d in enumerate(diff)],

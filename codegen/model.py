@@ -19,7 +19,7 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype"}
+           "same_dtype", "node_name", "plain_tuple"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -30,6 +30,7 @@ PYTHON_MODULES = ("linalg", "nn")
 class Derivative:
     line: int
     name: str               # the node class name (e.g. "DivBackward0"), or "" for the default
+    name_if_given: dict     # optional argument -> the node's name when that argument is given (SumBackward1)
     formulas: dict          # argument name -> ast.Expression
     formula_lines: dict     # argument name -> line
     text: dict              # argument name -> source text
@@ -78,6 +79,8 @@ class Op:
     python_module: str = ""  # the ember submodule of the function form ("" is ember itself)
     promote_scalars: list = field(default_factory=list)  # Scalar arguments that take part in type promotion
     same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
+    plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
+    node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -231,6 +234,16 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("python_module"),
                             f"{sig.full_name}: python_module places the function form; the op has none")
         op.python_module = module
+    if "plain_tuple" in entry:
+        if not isinstance(entry["plain_tuple"], bool) or len(sig.returns) < 2:
+            raise SpecError(file, entry.line_of("plain_tuple"),
+                            f"{sig.full_name}: plain_tuple is true or false, on an op with several returns")
+        op.plain_tuple = entry["plain_tuple"]
+    if "node_name" in entry:
+        if kind != "composite" or not re.fullmatch(r"[A-Z]\w*", str(entry["node_name"])):
+            raise SpecError(file, entry.line_of("node_name"),
+                            f"{sig.full_name}: node_name is a node class name, on a composite op")
+        op.node_name = str(entry["node_name"])
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if "same_dtype" in entry:
@@ -350,6 +363,12 @@ def _parse_derivative(entry, model, file):
     node_name = str(entry.get("name", ""))
     if node_name and not re.fullmatch(r"[A-Z]\w*", node_name):
         raise SpecError(file, entry.line_of("name"), f"bad node name {node_name!r}")
+    name_if_given = entry.get("name_if_given", {})
+    if not isinstance(name_if_given, dict) or any(
+            not (op.sig.param(a) and op.sig.param(a).type.optional) or not re.fullmatch(r"[A-Z]\w*", str(n))
+            for a, n in name_if_given.items()):
+        raise SpecError(file, entry.line_of("name_if_given"),
+                        f"{op.full_name}: name_if_given maps optional arguments to node names")
     forward, forward_text, no_forward = None, "", ""
     if "forward" in entry and "no_forward" in entry:
         raise SpecError(file, entry.line_of("no_forward"), f"{op.full_name}: give `forward:` or `no_forward:`, not both")
@@ -365,7 +384,7 @@ def _parse_derivative(entry, model, file):
             raise SpecError(file, entry.line_of("no_forward"), f"{op.full_name}: no_forward is the reason (non-empty)")
     groups = []
     for key, text in entry.items():
-        if key in ("op", "name", "forward", "no_forward"):
+        if key in ("op", "name", "name_if_given", "forward", "no_forward"):
             continue
         # `input, weight, bias: f(...)`: one call computes them all (its i-th return is the i-th gradient)
         names = [a.strip() for a in str(key).split(",")]
@@ -385,7 +404,7 @@ def _parse_derivative(entry, model, file):
             formulas[arg] = tree if len(names) == 1 else ast.Expression(
                 ast.Subscript(tree.body, ast.Constant(i), ast.Load()))
             lines[arg], texts[arg] = entry.line_of(key), str(text)
-    return Derivative(entry.line, node_name, formulas, lines, texts, forward, forward_text,
+    return Derivative(entry.line, node_name, dict(name_if_given), formulas, lines, texts, forward, forward_text,
                       entry.line_of("forward") if forward is not None else entry.line, no_forward, groups)
 
 

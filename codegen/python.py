@@ -156,7 +156,7 @@ def _body(op, ov, has_out, inplace):
             i = [p.name for p in ov.params].index("self")
             lines.append(f"Py_INCREF(parsed[{i}]); return parsed[{i}];")
     elif len(op.sig.returns) > 1:
-        lines.append(f"return wrap_tuple({call}, return_type_{op.cpp_name});")
+        lines.append(f"return wrap_tuple({call}, {'nullptr' if op.plain_tuple else 'return_type_' + op.cpp_name});")
     elif ov.form == "method" and op.returns_tensor:
         # `x.to(x.dtype) is x`, as in PyTorch: an op returning its receiver returns the same object.
         lines.append(f"return wrap_same({call}, self_obj);")
@@ -237,7 +237,7 @@ def _pyi_return_type(op):
 def _pyi_ret(op):
     sig = op.sig
     if len(sig.returns) > 1:
-        return _pyi_return_type(op)
+        return f"tuple[{', '.join(['Tensor'] * len(sig.returns))}]" if op.plain_tuple else _pyi_return_type(op)
     t = sig.returns[0].type
     return "tuple[Tensor, ...]" if t.is_list else "Tensor"
 
@@ -311,7 +311,7 @@ def pyi_files(model, init_template):
     functions = _pyi_defs(groups, "function")
     tuples = []
     for op in model.ops:
-        if len(op.sig.returns) > 1:
+        if len(op.sig.returns) > 1 and not op.plain_tuple:
             tuples.append(f"class {_pyi_return_type(op)}(NamedTuple):")
             tuples += [f"    {r.name}: Tensor" for r in op.sig.returns]
     files["_C/__init__.pyi"] = init_template.render(methods="\n".join(methods), functions="\n".join(functions),
@@ -319,7 +319,8 @@ def pyi_files(model, init_template):
     for path in [""] + sorted({g.module for g in groups if g.module}):
         mine = [g for g in groups if g.form == "function" and g.module == path]
         names = sorted(g.public_name for g in mine)
-        returned = sorted({_pyi_return_type(ov.op) for g in mine for ov in g.overloads if len(ov.op.sig.returns) > 1})
+        returned = sorted({_pyi_return_type(ov.op) for g in mine for ov in g.overloads
+                           if len(ov.op.sig.returns) > 1 and not ov.op.plain_tuple})
         lines = STUB_HEADER + [f"from . import {', '.join(['DeviceLike', 'Generator', 'Number', '_dtype'] + returned)}",
                                "from .._tensor import Tensor", "", f"__all__ = {names!r}", ""]
         lines += _pyi_defs(mine, "function", public=True)

@@ -99,6 +99,46 @@ def test_addmm_half_types(dtype):
 
 
 @pytest.mark.parametrize("name,shapes,ref", PRODUCTS)
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16])
+def test_half_type_products_round_once(name, shapes, ref, dtype):
+    """bfloat16/float16: beta * self + alpha * product summed in float32 and rounded once, as PyTorch's gemm
+    (rounding the product first is off by one unit in the last place for some elements)."""
+    rng = np.random.default_rng(5)
+    shapes = [tuple(8 * d if d > 1 else d for d in s) for s in shapes]  # long sums: the two roundings differ
+    c, a, b = (ember.tensor(rng.standard_normal(s), dtype=ember.float32).to(dtype) for s in shapes)
+    for beta, alpha in ((1, 1), (0.5, 2)):
+        got = getattr(ember, name)(c, a, b, beta=beta, alpha=alpha)
+        once = getattr(ember, name)(c.float(), a.float(), b.float(), beta=beta, alpha=alpha).to(dtype)
+        assert got.dtype == dtype and got.shape == once.shape
+        np.testing.assert_array_equal(got.float().numpy(), once.float().numpy())
+        close(got.float(), ref(*(x.float().numpy().astype(np.float64) for x in (c, a, b)), beta, alpha),
+              rtol=2e-2, atol=5e-2)
+    x = a.float().requires_grad_()
+    getattr(ember, name)(c.float(), x, b.float()).sum().backward()  # the float32 path records as before
+    assert x.grad is not None
+
+
+def test_bfloat16_addmm_rounds_once_as_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((64, 48), (64, 96), (96, 48)))
+    ours = ember.addmm(*(ember.tensor(x).bfloat16() for x in (c, a, b)), beta=0.5, alpha=2)
+    theirs = torch.addmm(*(torch.tensor(x).bfloat16() for x in (c, a, b)), beta=0.5, alpha=2)
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+    twice = ember.tensor(c).bfloat16() * 0.5 + (ember.tensor(a).bfloat16() @ ember.tensor(b).bfloat16()) * 2
+    assert not ours.equal(twice)  # the case tells the two roundings apart
+    la = ember.tensor(a).bfloat16().requires_grad_()
+    ours = ember.nn.functional.linear(la, ember.tensor(b.T.copy()).bfloat16(), ember.tensor(c[0]).bfloat16())
+    ta = torch.tensor(a).bfloat16().requires_grad_()
+    theirs = torch.nn.functional.linear(ta, torch.tensor(b.T.copy()).bfloat16(), torch.tensor(c[0]).bfloat16())
+    np.testing.assert_array_equal(ours.detach().float().numpy(), theirs.detach().float().numpy())
+    assert ours.grad_fn.name() == theirs.grad_fn.name() == "AddmmBackward0"
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(la.grad.float().numpy(), ta.grad.float().numpy(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("name,shapes,ref", PRODUCTS)
 def test_beta_zero_ignores_nan_and_inf_in_self(name, shapes, ref):
     c = np.full(shapes[0], np.nan)
     c.flat[0] = np.inf

@@ -339,3 +339,43 @@ def test_python_module_is_shared_by_overloads(tmp_path):
     overload = NORM_OP.replace("linalg_vector_norm(", "linalg_vector_norm.str(").replace("Scalar ord=2", "str ord")
     msg = error_of(tmp_path, NORM_OP + overload.replace("  python_module: linalg\n", ""))
     assert msg.startswith("ops.yaml:10: ") and "linalg_vector_norm.str: python_module 'ember' differs" in msg
+
+
+SUM_OP = """\
+- func: sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor
+  kind: kernel
+  kernels: {cpu: sum_cpu}
+  dtypes: floating
+  doc: Sums.
+"""
+MSE_OP = """\
+- func: mse_loss(Tensor self, Tensor target) -> Tensor
+  kind: composite
+  doc: Squared error.
+"""
+
+
+def test_name_if_given_maps_optional_arguments_to_node_names(tmp_path):
+    good = "- op: sum\n  name_if_given: {dim: SumBackward1}\n  self: grad\n  no_forward: test\n"
+    assert load(tmp_path, SUM_OP, good).ops[0].derivative.name_if_given == {"dim": "SumBackward1"}
+    for bad in ("{keepdim: SumBackward1}", "{dim: sum_backward}", "SumBackward1"):
+        msg = error_of(tmp_path, SUM_OP, f"- op: sum\n  name_if_given: {bad}\n  self: grad\n  no_forward: test\n")
+        assert msg.startswith("derivatives.yaml:2: ") and "name_if_given maps optional arguments to node names" in msg
+
+
+def test_node_name_on_composite_ops_only(tmp_path):
+    assert load(tmp_path, MSE_OP + "  node_name: MseLossBackward0\n").ops[0].node_name == "MseLossBackward0"
+    for body in (GOOD_OP + "  node_name: MulBackward0\n", MSE_OP + "  node_name: mse\n"):
+        msg = error_of(tmp_path, body)
+        assert "node_name is a node class name, on a composite op" in msg
+
+
+def test_plain_tuple_on_ops_with_several_returns(tmp_path):
+    body = """\
+- func: std_mean(Tensor self) -> (Tensor std, Tensor mean)
+  kind: composite
+  doc: Both.
+"""
+    assert load(tmp_path, body + "  plain_tuple: true\n").ops[0].plain_tuple
+    for bad in (body + "  plain_tuple: 1\n", MSE_OP + "  plain_tuple: true\n"):
+        assert "plain_tuple is true or false, on an op with several returns" in error_of(tmp_path, bad)

@@ -124,15 +124,14 @@ def test_matmul_out():
 def test_matmul_errors():
     with pytest.raises(RuntimeError, match=re.escape("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")):
         ember.matmul(t_(rnd(2, 3)), t_(rnd(4, 5)))
-    with pytest.raises(RuntimeError, match="matmul"):
-        ember.matmul(t_(rnd(2, 3)), t_(rnd(4, 5)))
     with pytest.raises(RuntimeError, match="inconsistent tensor size"):
         ember.matmul(t_(rnd(3)), t_(rnd(4)))
-    with pytest.raises(RuntimeError, match="size mismatch"):
+    with pytest.raises(RuntimeError, match=re.escape("size mismatch, got input (2), mat (2x3), vec (4)")):
         ember.matmul(t_(rnd(2, 3)), t_(rnd(4)))
     with pytest.raises(RuntimeError, match=re.escape("(1x3 and 4x5)")):
         ember.matmul(t_(rnd(3)), t_(rnd(4, 5)))
-    with pytest.raises(RuntimeError, match="matmul"):
+    with pytest.raises(RuntimeError, match="^" + re.escape("Expected size for first two dimensions of batch2 tensor to "
+                                                          "be: [2, 3] but got: [2, 4].")):
         ember.matmul(t_(rnd(2, 2, 3)), t_(rnd(2, 4, 5)))
     with pytest.raises(RuntimeError, match="must match the size"):
         ember.matmul(t_(rnd(2, 2, 3)), t_(rnd(3, 3, 5)))

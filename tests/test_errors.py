@@ -28,20 +28,17 @@ BROADCAST = [
 
 
 @pytest.mark.parametrize("op,fn", BROADCAST, ids=[f"{op}-{i}" for i, (op, _) in enumerate(BROADCAST)])
-def test_broadcast_error_names_op_and_shapes(op, fn):
+def test_broadcast_error_as_pytorch(op, fn):
     a, b = ember.ones(2, 3), ember.ones(4)
     with pytest.raises(RuntimeError) as e:
         fn(a, b)
-    msg = message(e)
-    assert op in msg
-    assert "[2, 3]" in msg and "[4]" in msg
+    assert message(e) == "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"
 
 
 def test_broadcast_error_3d():
     with pytest.raises(RuntimeError) as e:
         ember.ones(2, 3, 4) * ember.ones(5, 1)
-    msg = message(e)
-    assert "mul" in msg and "[2, 3, 4]" in msg and "[5, 1]" in msg
+    assert message(e) == "The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1"
 
 
 def test_inplace_broadcast_error_leaves_tensor_alone():
@@ -62,13 +59,14 @@ def test_mm_size_mismatch():
 
 
 def test_matmul_size_mismatch():
-    with pytest.raises(RuntimeError, match=r"matmul.*2x3 and 4x5"):
+    with pytest.raises(RuntimeError, match=r"^mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)$"):
         ember.matmul(ember.ones(2, 3), ember.ones(4, 5))
-    with pytest.raises(RuntimeError, match="matmul"):
+    with pytest.raises(RuntimeError, match=r"^inconsistent tensor size, expected tensor \[3\] and src \[4\]"):
         ember.ones(3) @ ember.ones(4)
     with pytest.raises(RuntimeError, match="both arguments to matmul need to be at least 1D"):
         ember.matmul(ember.ones(()), ember.ones(3))
-    with pytest.raises(RuntimeError, match="matmul"):
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\) at "
+                                           "non-singleton dimension 0$"):  # the batch dims, as PyTorch's
         ember.matmul(ember.ones(2, 2, 3), ember.ones(3, 3, 4))
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
         ember.matmul(ember.ones(2, 2), ember.ones(2, 2, dtype=ember.float64))

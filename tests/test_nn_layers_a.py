@@ -351,7 +351,7 @@ CONV_TRANSPOSE3D_ERRORS = [
 
 @pytest.mark.parametrize("xshape,wshape,kwargs,msg", CONV_TRANSPOSE3D_ERRORS)
 def test_conv_transpose3d_errors(xshape, wshape, kwargs, msg):
-    with pytest.raises(RuntimeError, match=f"^conv_transpose3d: {msg}$"):
+    with pytest.raises(RuntimeError, match=f"^{msg}$"):
         F.conv_transpose3d(ember.randn(xshape), ember.randn(wshape), **kwargs)
 
 
@@ -380,16 +380,16 @@ CONV3D_ERRORS = [
 
 @pytest.mark.parametrize("xshape,wshape,kwargs,msg", CONV3D_ERRORS)
 def test_conv3d_errors(xshape, wshape, kwargs, msg):
-    with pytest.raises(RuntimeError, match=f"^conv3d: {msg}$"):
+    with pytest.raises(RuntimeError, match=f"^{msg}$"):
         F.conv3d(ember.randn(xshape), ember.randn(wshape), **kwargs)
 
 
 def test_conv3d_bias_errors():
     x, w = ember.randn(1, 4, 3, 3, 3), ember.randn(6, 2, 1, 1, 1)
-    with pytest.raises(RuntimeError, match=r"^conv3d: Given weight of size \[6, 2, 1, 1, 1\], expected bias to be "
+    with pytest.raises(RuntimeError, match=r"^Given weight of size \[6, 2, 1, 1, 1\], expected bias to be "
                                            r"1-dimensional with 6 elements, but got bias of size \[5\] instead$"):
         F.conv3d(x, w, ember.randn(5), groups=2)
-    with pytest.raises(RuntimeError, match=r"^conv3d: Input type \(float32\) and weight type \(float64\) should be "
+    with pytest.raises(RuntimeError, match=r"^Input type \(float32\) and weight type \(float64\) should be "
                                            "the same$"):
         F.conv3d(x, w.double(), groups=2)
 

@@ -76,6 +76,8 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type, set_default_device, get_default_device,
 )
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
+from ._small_api import compile, square, triu_indices, tril_indices  # noqa: E402,F401
+from ._type_info import finfo, iinfo  # noqa: E402,F401
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
@@ -85,7 +87,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
 # most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed", "serialization")
+_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed", "serialization", "return_types")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401

@@ -162,6 +162,14 @@ class Tensor(_C.TensorBase):
     def equal(self, other: Tensor) -> _bool:
         return _comparison.equal(self, other)
 
+    def square(self) -> Tensor:
+        """self ** 2 (pow(self, 2), whose grad_fn is PowBackward0)."""
+        return self.pow(2)
+
+    def square_(self) -> Tensor:
+        """In-place square."""
+        return self.pow_(2)
+
     def unique(self, sorted: _bool = True, return_inverse: _bool = False, return_counts: _bool = False,
                dim: Optional[_int] = None) -> Any:
         return _functional.unique(self, sorted, return_inverse, return_counts, dim)

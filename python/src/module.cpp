@@ -190,6 +190,11 @@ PYBIND11_MODULE(_C, m) {
     if (!d) return py::none();
     return py::reinterpret_steal<py::object>(python::device_object(*d));
   });
+  m.def("_return_types", []() {
+    py::list out;
+    for (PyTypeObject* t : python::return_types()) out.append(py::handle(reinterpret_cast<PyObject*>(t)));
+    return out;
+  }, "The named tuple types ops return (ember.return_types).");
   m.def("_from_buffer", &from_buffer);
   m.def("_blas_corename", &blas_corename);
   m.def("_cpu_cache_stats", []() {

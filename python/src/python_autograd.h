@@ -96,7 +96,7 @@ struct PyNode final : Node {
   std::vector<SavedVariable> saved;     // ctx.save_for_backward
   bool executable = false;              // grad mode was on and some input requires grad
 
-  std::string name() const override { return name_; }
+  std::string default_name() const override { return name_; }
   TensorList apply(TensorList&& grads) override;
   void release_saved() override;
   void forget_modified_saved() override;

@@ -122,7 +122,7 @@ bool expandable_to(const DimVector& shape, const DimVector& target) {
 // The node that raises when reached: once_differentiable's outputs under create_graph.
 struct DelayedErrorNode final : Node {
   std::string message;
-  std::string name() const override { return "Error"; }
+  std::string default_name() const override { return "Error"; }
   TensorList apply(TensorList&&) override { EMBER_FAIL(Runtime, message); }
 };
 
@@ -348,9 +348,40 @@ PyObject* PyNode::unpack_saved() {
   return tup;
 }
 
+// The Python class of nodes named `name`: a subclass of _C.Node made on first use, so that
+// type(loss.grad_fn).__name__ is 'NllLossBackward0' as in PyTorch (one class per node name).
+static PyObject* node_class(const std::string& name, PyObject* base) {
+  static PyObject* classes = PyDict_New();  // name -> class, for the life of the process
+  if (!classes) throw py::error_already_set();
+  if (PyObject* cls = PyDict_GetItemString(classes, name.c_str())) return cls;
+  py::dict body;
+  body["__slots__"] = py::tuple();  // the layout of _C.Node, so an instance's __class__ may change to it
+  body["__module__"] = "builtins";  // PyTorch's: <class 'MulBackward0'>
+  body["__qualname__"] = name;
+  py::object cls = py::handle(reinterpret_cast<PyObject*>(Py_TYPE(base)))(name, py::make_tuple(py::handle(base)), body);
+  auto* made = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  auto* node_type = reinterpret_cast<PyTypeObject*>(base);
+  if (made->tp_basicsize != node_type->tp_basicsize || made->tp_dictoffset != node_type->tp_dictoffset ||
+      PyType_IS_GC(made) != PyType_IS_GC(node_type))
+    throw std::logic_error("node_class: a node class must have _C.Node's layout");
+  if (PyDict_SetItemString(classes, name.c_str(), cls.ptr()) < 0) throw py::error_already_set();
+  return cls.ptr();
+}
+
 py::object node_to_python(const std::shared_ptr<Node>& node) {
   if (auto* py_node = dynamic_cast<PyNode*>(node.get())) return py::reinterpret_borrow<py::object>(py_node->ctx.get());
-  return py::cast(node);
+  static PyObject* base = py::type::of<Node>().ptr();
+  py::object obj = py::cast(node);
+  // A new wrapper is a plain _C.Node no one else has seen; it becomes its name's class, whose layout is
+  // _C.Node's (__class__ assignment refuses: the deallocators differ, pybind11's and subtype_dealloc,
+  // which calls pybind11's). An existing wrapper already has its class.
+  if (Py_TYPE(obj.ptr()) == reinterpret_cast<PyTypeObject*>(base)) {
+    auto* cls = reinterpret_cast<PyTypeObject*>(node_class(node->name(), base));
+    Py_INCREF(cls);
+    Py_SET_TYPE(obj.ptr(), cls);
+    Py_DECREF(base);
+  }
+  return obj;
 }
 
 void bind_custom_function(py::module_& m) {

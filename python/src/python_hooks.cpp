@@ -6,6 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cinttypes>
+#include <cstdio>
+
 #include "python_autograd.h"
 
 namespace py = pybind11;
@@ -169,8 +172,11 @@ LeafHooks& leaf_hooks_of(const Tensor& t) {
   return *meta.leaf_hooks;
 }
 
-std::string node_repr(const Node& n) {
-  return "<" + n.name() + " object at " + std::to_string(reinterpret_cast<uintptr_t>(&n)) + ">";
+// Python's default repr, as PyTorch's: the Python object's address, in hex.
+std::string node_repr(const Node& n, const void* object) {
+  char address[2 + 2 * sizeof(void*) + 1];
+  std::snprintf(address, sizeof address, "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(object));
+  return "<" + n.name() + " object at " + address + ">";
 }
 
 // autograd.graph.saved_tensors_hooks: pack at save time, unpack in backward.
@@ -223,7 +229,8 @@ py::object node_metadata(Node& node) {
 }
 
 void bind_autograd_hooks(py::module_& m) {
-  py::class_<Node, std::shared_ptr<Node>>(m, "Node")
+  // dynamic_attr: a GC-tracked layout with a __dict__, which the per-name subclasses (node_to_python) share.
+  py::class_<Node, std::shared_ptr<Node>>(m, "Node", py::dynamic_attr())
       .def("name", &Node::name)
       .def_property_readonly("next_functions", [](Node& n) {
         py::tuple out(n.next_edges.size());
@@ -248,7 +255,7 @@ void bind_autograd_hooks(py::module_& m) {
         n.ensure_hooks().pre.push_back(std::make_shared<PyNodePreHook>(std::move(dict)));
         return handle;
       }, "fn(grad_outputs) runs before the node; it may return replacement grad_outputs.")
-      .def("__repr__", [](Node& n) { return node_repr(n); });
+      .def("__repr__", [](py::handle self) { return node_repr(self.cast<Node&>(), self.ptr()); });
 
   m.def("_register_tensor_hook", [](py::handle tensor, py::handle fn) {
     if (!is_tensor(tensor.ptr())) throw py::type_error("_register_tensor_hook: expected a Tensor");

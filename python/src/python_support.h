@@ -79,6 +79,9 @@ inline PyObject* wrap_tuple(const std::tuple<Tensor, Tensor, Tensor, Tensor>& ts
 }
 // Several results as a named tuple of `type` (a plain tuple without one); takes the references.
 PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type);
+// A named tuple type an op returns (ember.return_types.<op>), with PyTorch's repr; listed by return_types().
+PyTypeObject* make_return_type(PyStructSequence_Desc* desc);
+std::vector<PyTypeObject*>& return_types();
 // Longer tuples of tensors (_rnn_fused_backward's eight gradients).
 template <typename... T, std::enable_if_t<(sizeof...(T) > 4), int> = 0>
 PyObject* wrap_tuple(const std::tuple<T...>& ts, PyTypeObject* type) {

@@ -3,6 +3,7 @@
 // PyTorch code reads (shape, dtype, grad, ...). ember.Tensor is the Python
 // class deriving from it (python/ember/_tensor.py), as torch.Tensor from
 // torch._C.TensorBase; every tensor object the bindings make is of that class.
+#include "python_exception.h"
 #include "python_support.h"
 
 #include <structmember.h>
@@ -80,6 +81,41 @@ PyObject* wrap(const std::tuple<Tensor, Tensor>& ts, PyTypeObject* type) {
   if (type) { PyStructSequence_SetItem(out, 0, a); PyStructSequence_SetItem(out, 1, b); }
   else { PyTuple_SET_ITEM(out, 0, a); PyTuple_SET_ITEM(out, 1, b); }
   return out;
+}
+
+// PyTorch's repr of a returned named tuple: one `field=repr` a line.
+static PyObject* return_type_repr(PyObject* self, PyObject*) {
+  PyTypeObject* type = Py_TYPE(self);
+  std::string text = std::string(type->tp_name) + "(\n";
+  const Py_ssize_t n = PyTuple_GET_SIZE(self);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* repr = PyObject_Repr(PyTuple_GET_ITEM(self, i));
+    if (!repr) return nullptr;
+    const char* item = PyUnicode_AsUTF8(repr);
+    if (!item) { Py_DECREF(repr); return nullptr; }
+    text += std::string(type->tp_members[i].name) + "=" + item + (i + 1 < n ? ",\n" : "");
+    Py_DECREF(repr);
+  }
+  return PyUnicode_FromString((text + ")").c_str());
+}
+static PyMethodDef return_type_repr_def = {"__repr__", return_type_repr, METH_NOARGS, nullptr};
+
+std::vector<PyTypeObject*>& return_types() {
+  static std::vector<PyTypeObject*> types;  // ember.return_types lists them
+  return types;
+}
+
+PyTypeObject* make_return_type(PyStructSequence_Desc* desc) {
+  PyTypeObject* type = PyStructSequence_NewType(desc);
+  if (!type) throw PythonException();
+  PyObject* repr = PyDescr_NewMethod(type, &return_type_repr_def);
+  if (!repr || PyObject_SetAttrString(reinterpret_cast<PyObject*>(type), "__repr__", repr) < 0) {
+    Py_XDECREF(repr);
+    throw PythonException();
+  }
+  Py_DECREF(repr);
+  return_types().push_back(type);
+  return type;
 }
 
 PyObject* wrap_items(PyObject* const* items, Py_ssize_t n, PyTypeObject* type) {
@@ -365,6 +401,23 @@ PyObject* m_is_view(PyObject* self, PyObject*) {
   const AutogradMeta* meta = SELF.impl()->autograd.get();
   return PyBool_FromLong(meta && meta->view_base);
 }
+}  // namespace
+}  // namespace ember::python
+namespace ember {
+// Transposes a tensor of <= 2 dims in place (PyTorch's t_): a new version; with autograd, node TBackward1.
+// Defined in aten/src/composite/views.cpp, declared only here (its one caller) to keep tensor.h unchanged.
+const Tensor& t_(const Tensor& self);
+}  // namespace ember
+namespace ember::python {
+namespace {
+
+PyObject* m_t_(PyObject* self, PyObject*) {
+  EMBER_PY_BEGIN
+  ember::t_(SELF);
+  Py_INCREF(self);
+  return self;
+  EMBER_PY_END
+}
 PyObject* m_detach_(PyObject* self, PyObject*) {
   if (SELF.impl()->autograd && SELF.impl()->autograd->view_base) {
     PyErr_SetString(PyExc_RuntimeError, "Can't detach views in-place. Use detach() instead.");
@@ -423,6 +476,7 @@ PyMethodDef hand_written_methods[] = {
     {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
+    {"t_", m_t_, METH_NOARGS, "Transposes this tensor of <= 2 dimensions in place."},
     {"_is_view", m_is_view, METH_NOARGS, "Whether this tensor is a view of another (see _base)."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
     {"_make_subclass", make_subclass, METH_VARARGS | METH_STATIC, "A `cls` object sharing `data`'s memory, a new leaf."},
@@ -440,12 +494,19 @@ bool operand(PyObject* o, Tensor& out) {
   return false;
 }
 
+Tensor sub2(const Tensor& a, const Tensor& b);
 template <Tensor (*Op)(const Tensor&, const Tensor&)>
 PyObject* binary(PyObject* a, PyObject* b) {
   EMBER_PY_BEGIN
   Tensor x, y;
   if (!operand(a, x) || !operand(b, y)) Py_RETURN_NOTIMPLEMENTED;
-  return wrap(run_op(work_of(x) + work_of(y), [&] { return Op(x, y); }));
+  return wrap(run_op(work_of(x) + work_of(y), [&] {
+    const uint64_t first_node = autograd::next_sequence_nr();
+    Tensor result = Op(x, y);
+    // `2 - t` is PyTorch's rsub(t, 2), whose node is RsubBackward1.
+    if constexpr (Op == sub2) if (!is_tensor(a)) autograd::name_composite_node(result, first_node, "RsubBackward1");
+    return result;
+  }));
   EMBER_PY_END
 }
 template <Tensor (*Op)(const Tensor&, const Tensor&)>

@@ -46,7 +46,10 @@ struct Node : std::enable_shared_from_this<Node> {
   NodeHooksPtr hooks;  // null unless hooked (autograd_hooks.h)
   Node();
   virtual ~Node() = default;
-  virtual std::string name() const = 0;
+  // A composite op's name for the node its result ends with (autograd::name_composite_node), as PyTorch's.
+  const char* renamed = nullptr;
+  std::string name() const { return renamed ? std::string(renamed) : default_name(); }
+  virtual std::string default_name() const = 0;
   // Gradients of the inputs from the gradients of the outputs.
   virtual TensorList apply(TensorList&& grads) = 0;
   // Frees saved tensors after a backward pass without retain_graph.
@@ -109,7 +112,7 @@ struct AccumulateGrad final : Node {
   Tensor variable;
   std::mutex mutex;  // backward passes on two threads may reach one leaf
   explicit AccumulateGrad(Tensor v) : variable(std::move(v)) {}
-  std::string name() const override { return "AccumulateGrad"; }
+  std::string default_name() const override { return "AccumulateGrad"; }
   TensorList apply(TensorList&& grads) override;
 };
 
@@ -202,6 +205,9 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node, const
 void check_inplace(const Tensor& self, const char* op);
 // The sequence number the next node created will get.
 uint64_t next_sequence_nr();
+// A composite op's result: the node recorded since `first` (by the ops the composite is made of)
+// shows PyTorch's node name for the whole op (`name` must be a string literal).
+void name_composite_node(const Tensor& result, uint64_t first, const char* name);
 // After a derived in-place op copied into self: the nodes of `value`'s graph created since
 // `first` drop the saved tensors that copy modified (backward raises on them, no cycle holds self).
 void forget_modified_since(const Tensor& value, uint64_t first);

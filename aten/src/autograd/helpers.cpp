@@ -68,7 +68,7 @@ Tensor number(int64_t v) { return wrap_number(Scalar(v)); }
 
 struct NotImplementedBackward final : Node {
   std::string op;
-  std::string name() const override { return "NotImplemented"; }
+  std::string default_name() const override { return "NotImplemented"; }
   TensorList apply(TensorList&&) override {
     EMBER_FAIL(Runtime, "derivative for aten::", op, " is not implemented");  // PyTorch's wording
   }

@@ -30,6 +30,11 @@ Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)
 
 uint64_t autograd::next_sequence_nr() { return g_sequence_nr.load(std::memory_order_relaxed); }
 
+void autograd::name_composite_node(const Tensor& result, uint64_t first, const char* name) {
+  AutogradMeta* meta = result.defined() ? result.impl()->autograd.get() : nullptr;
+  if (meta && meta->grad_fn && meta->grad_fn->sequence_nr >= first) meta->grad_fn->renamed = name;
+}
+
 void autograd::forget_modified_since(const Tensor& value, uint64_t first) {
   std::vector<Node*> todo;
   std::unordered_set<Node*> seen;
@@ -213,7 +218,7 @@ struct ViewGeometry {
 // its gradient is its region of the base's. Made of ops, so differentiable again.
 struct AsStridedBackward final : Node {
   ViewGeometry geo;
-  std::string name() const override { return "AsStridedBackward0"; }
+  std::string default_name() const override { return "AsStridedBackward0"; }
   TensorList apply(TensorList&& grads) override {
     TensorList out(1);
     if (should_compute(0))  // the gradient of as_strided (stride-0 and overlapping dims add up)
@@ -229,7 +234,7 @@ struct AsStridedBackward final : Node {
 struct CopySlices final : Node {
   ViewGeometry geo;
   std::shared_ptr<Node> fn;
-  std::string name() const override { return "CopySlices"; }
+  std::string default_name() const override { return "CopySlices"; }
   TensorList apply(TensorList&& grads) override {
     Tensor result = geo.blank_base(grads[0]);
     ember::copy_(result, grads[0], false);

@@ -45,7 +45,7 @@ DimVector broadcast_batch(const DimVector& a, const DimVector& b) {
     int64_t offset = (int64_t)n - 1 - (int64_t)i;
     int64_t da = (int64_t)a.size() - 1 - offset, db = (int64_t)b.size() - 1 - offset;
     int64_t sa = da >= 0 ? a[da] : 1, sb = db >= 0 ? b[db] : 1;
-    EMBER_CHECK(sa == sb || sa == 1 || sb == 1, Runtime, "matmul: The size of tensor a (", sa,
+    EMBER_CHECK(sa == sb || sa == 1 || sb == 1, Runtime, "The size of tensor a (", sa,
                 ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i);
     out[i] = sa == 1 ? sb : sa;
   }
@@ -53,7 +53,7 @@ DimVector broadcast_batch(const DimVector& a, const DimVector& b) {
 }
 
 void check_mm_shapes(int64_t n, int64_t m1, int64_t m2, int64_t p) {
-  EMBER_CHECK(m1 == m2, Runtime, "matmul: mat1 and mat2 shapes cannot be multiplied (", n, "x", m1, " and ", m2, "x",
+  EMBER_CHECK(m1 == m2, Runtime, "mat1 and mat2 shapes cannot be multiplied (", n, "x", m1, " and ", m2, "x",
               p, ")");
 }
 
@@ -76,13 +76,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const DimVector& sa = a.sizes();
   const DimVector& sb = b.sizes();
   if (da == 1 && db == 1) {
-    EMBER_CHECK(sa[0] == sb[0], Runtime, "matmul: inconsistent tensor size, expected tensor [", sa[0],
+    EMBER_CHECK(sa[0] == sb[0], Runtime, "inconsistent tensor size, expected tensor [", sa[0],
                 "] and src [", sb[0], "] to have the same number of elements, but got ", sa[0], " and ", sb[0],
                 " elements respectively");
     return ember::dot(a, b);
   }
   if (da == 2 && db == 1) {
-    EMBER_CHECK(sa[1] == sb[0], Runtime, "matmul: size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
+    EMBER_CHECK(sa[1] == sb[0], Runtime, "size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
                 "), vec (", sb[0], ")");
     return ember::squeeze(ember::mm(a, ember::unsqueeze(b, -1)), IntList{-1});
   }
@@ -114,7 +114,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t p = db > 1 ? sb[db - 1] : 1;
   DimVector batch = broadcast_batch(leading(sa, 2), leading(sb, 2));
   const int64_t nbatch = compute_numel(batch);
-  EMBER_CHECK(m1 == m2, Runtime, "matmul: Expected size for first two dimensions of batch2 tensor to be: [", nbatch,
+  EMBER_CHECK(m1 == m2, Runtime, "Expected size for first two dimensions of batch2 tensor to be: [", nbatch,
               ", ", m1, "] but got: [", nbatch, ", ", m2, "].");
   DimVector a_shape = batch, b_shape = batch;
   a_shape.push_back(n);

@@ -25,6 +25,7 @@
 #include "ember/ops/reshape.h"
 #include "ember/ops/stack.h"
 #include "ember/ops/sub.h"
+#include "ember/ops/to.h"
 #include "ember/ops/transpose.h"
 #include "ember/tensor.h"
 
@@ -51,6 +52,18 @@ Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta,
   return ember::add(ember::mul(addend, scalar_like(beta, dt)), scaled);
 }
 
+// bfloat16 and float16 products are summed with the addend in float32 and the result rounded once, as
+// PyTorch's gemm (rounding the product, then the sum, is off in the last bit). Only when every tensor has
+// that dtype: mixed dtypes go on to the usual path and its errors.
+bool rounds_once(std::initializer_list<const Tensor*> ts) {
+  const ScalarType dt = (*ts.begin())->dtype();
+  if (dt != ScalarType::BFloat16 && dt != ScalarType::Float16) return false;
+  for (const Tensor* t : ts)
+    if (t->dtype() != dt) return false;
+  return true;
+}
+Tensor widened(const Tensor& t) { return ember::to_dtype(t, ScalarType::Float32); }
+
 void check_same_dtype(const Tensor& self, const Tensor& mat2) {
   EMBER_CHECK(self.dtype() == mat2.dtype(), Runtime, "self and mat2 must have the same dtype, but got ",
               dtype_title(self.dtype()), " and ", dtype_title(mat2.dtype()));
@@ -62,6 +75,8 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   EMBER_CHECK(mat1.dim() == 2, Runtime, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   EMBER_CHECK(mat2.dim() == 2, Runtime, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   check_same_dtype(self, mat2);
+  if (rounds_once({&self, &mat1, &mat2}))
+    return ember::to_dtype(ember::addmm(widened(self), widened(mat1), widened(mat2), beta, alpha), self.dtype());
   // One gemm with beta and alpha folded in, on the devices with that kernel, when neither
   // the graph nor the tangents of the steps below are needed. beta 0 must not read self.
   const ScalarType dt = self.dtype();
@@ -81,6 +96,8 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Sca
   EMBER_CHECK(self.dtype() == mat.dtype() && mat.dtype() == vec.dtype(), Runtime,
               "addmv input tensors must have the same dtype, but got ", dtype_title(self.dtype()), ", ",
               dtype_title(mat.dtype()), ", and ", dtype_title(vec.dtype()));
+  if (rounds_once({&self, &mat, &vec}))
+    return ember::to_dtype(ember::addmv(widened(self), widened(mat), widened(vec), beta, alpha), self.dtype());
   Tensor product = ember::reshape(ember::mm(mat, ember::reshape(vec, IntList{vec.size(0), 1})), IntList{mat.size(0)});
   return scaled_sum(self, product, beta, alpha);
 }
@@ -88,6 +105,8 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Sca
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
   check_same_dtype(self, batch2);
+  if (rounds_once({&self, &batch1, &batch2}))
+    return ember::to_dtype(ember::baddbmm(widened(self), widened(batch1), widened(batch2), beta, alpha), self.dtype());
   return scaled_sum(self, ember::bmm(batch1, batch2), beta, alpha);
 }
 
@@ -100,6 +119,8 @@ Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, co
   EMBER_CHECK(batch1.size(2) == batch2.size(1), Runtime, "Incompatible matrix sizes for bmm (", batch1.size(1), "x",
               batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
   check_same_dtype(self, batch2);
+  if (rounds_once({&self, &batch1, &batch2}))
+    return ember::to_dtype(ember::addbmm(widened(self), widened(batch1), widened(batch2), beta, alpha), self.dtype());
   // The sum over the batch of batch1[b] @ batch2[b] is one product of [n, B*k] by [B*k, p].
   const int64_t b = batch1.size(0), n = batch1.size(1), k = batch1.size(2), p = batch2.size(2);
   Tensor lhs = ember::reshape(ember::transpose(batch1, 0, 1), IntList{n, b * k});

@@ -30,7 +30,7 @@ namespace {
 // A parameter given as one value or `n` values, as `n` values.
 DimVector expand_param(const IntList& v, int64_t n, const char* name, const char* op) {
   if ((int64_t)v.size() == n) return v;
-  EMBER_CHECK(v.size() == 1, Runtime, op, ": expected ", name, " to be a single integer value or a list of ", n,
+  EMBER_CHECK(v.size() == 1, Runtime, "expected ", name, " to be a single integer value or a list of ", n,
               " values to match the convolution dimensions, but got ", name, "=", v);
   return DimVector(n, v[0]);
 }
@@ -47,35 +47,35 @@ struct ConvArgs {
 
 void check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvArgs& a, bool transposed,
                 int64_t groups, int64_t n, const char* op) {
-  EMBER_CHECK(input.dim() == n + 1 || input.dim() == n + 2, Runtime, op, ": Expected ", n + 1, "D (unbatched) or ",
+  EMBER_CHECK(input.dim() == n + 1 || input.dim() == n + 2, Runtime, "Expected ", n + 1, "D (unbatched) or ",
               n + 2, "D (batched) input to ", op, ", but got input of size: ", input.sizes());
-  EMBER_CHECK(weight.dim() == n + 2, Runtime, op, ": expected a ", n + 2, "-dimensional weight, but got weight of size ",
+  EMBER_CHECK(weight.dim() == n + 2, Runtime, "expected a ", n + 2, "-dimensional weight, but got weight of size ",
               weight.sizes());
-  EMBER_CHECK(input.dtype() == weight.dtype(), Runtime, op, ": Input type (", dtype_name(input.dtype()),
+  EMBER_CHECK(input.dtype() == weight.dtype(), Runtime, "Input type (", dtype_name(input.dtype()),
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   if (bias.defined())
-    EMBER_CHECK(input.dtype() == bias.dtype(), Runtime, op, ": Input type (", dtype_name(input.dtype()),
+    EMBER_CHECK(input.dtype() == bias.dtype(), Runtime, "Input type (", dtype_name(input.dtype()),
                 ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
   if (!is_floating(input.dtype())) fail_dtype_not_implemented(op, input.dtype());
   for (int64_t i = 0; i < n; ++i) {
-    EMBER_CHECK(a.stride[i] > 0, Runtime, op, ": non-positive stride is not supported");
-    EMBER_CHECK(a.padding[i] >= 0, Runtime, op, ": negative padding is not supported");
-    EMBER_CHECK(a.dilation[i] > 0, Runtime, op, ": non-positive dilation is not supported");
-    if (transposed) EMBER_CHECK(a.output_padding[i] >= 0, Runtime, op, ": negative output padding is not supported");
+    EMBER_CHECK(a.stride[i] > 0, Runtime, "non-positive stride is not supported");
+    EMBER_CHECK(a.padding[i] >= 0, Runtime, "negative padding is not supported");
+    EMBER_CHECK(a.dilation[i] > 0, Runtime, "non-positive dilation is not supported");
+    if (transposed) EMBER_CHECK(a.output_padding[i] >= 0, Runtime, "negative output padding is not supported");
   }
-  EMBER_CHECK(groups > 0, Runtime, op, ": non-positive groups is not supported");
-  EMBER_CHECK(weight.size(0) % groups == 0, Runtime, op, ": Given groups=", groups,
+  EMBER_CHECK(groups > 0, Runtime, "non-positive groups is not supported");
+  EMBER_CHECK(weight.size(0) % groups == 0, Runtime, "Given groups=", groups,
               ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size [",
               weight.sizes(), "] instead");
   const int64_t channels = input.size(input.dim() - n - 1);
   const int64_t expected = transposed ? weight.size(0) : weight.size(1) * groups;
-  EMBER_CHECK(channels == expected, Runtime, op, ": Given ",
+  EMBER_CHECK(channels == expected, Runtime, "Given ",
               transposed ? std::string("transposed=1") : "groups=" + std::to_string(groups), ", weight of size ",
               weight.sizes(), ", expected input", input.sizes(), " to have ", expected, " channels, but got ", channels,
               " channels instead");
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   if (bias.defined())
-    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, Runtime, op, ": Given weight of size ",
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, Runtime, "Given weight of size ",
                 weight.sizes(), ", expected bias to be 1-dimensional with ", out_channels,
                 " elements, but got bias of size ", bias.sizes(), " instead");
   DimVector in_size, kernel, out_size;
@@ -92,15 +92,15 @@ void check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias, c
   }
   if (transposed) {
     for (int64_t i = 0; i < n; ++i)
-      EMBER_CHECK(a.output_padding[i] < a.stride[i] || a.output_padding[i] < a.dilation[i], Runtime, op,
-                  ": output padding must be smaller than either stride or dilation, but got output_padding=",
+      EMBER_CHECK(a.output_padding[i] < a.stride[i] || a.output_padding[i] < a.dilation[i], Runtime,
+                  "output padding must be smaller than either stride or dilation, but got output_padding=",
                   a.output_padding, ", stride=", a.stride, ", dilation=", a.dilation);
     for (int64_t i = 0; i < n; ++i)
-      EMBER_CHECK(out_size[i] > 0, Runtime, op, ": Given input size per channel: (", joined(in_size, " x "),
+      EMBER_CHECK(out_size[i] > 0, Runtime, "Given input size per channel: (", joined(in_size, " x "),
                   "). Calculated output size per channel: (", joined(out_size, " x "), "). Output size is too small");
   } else {
     for (int64_t i = 0; i < n; ++i)
-      EMBER_CHECK(in_size[i] >= kernel[i], Runtime, op, ": Calculated padded input size per channel: (",
+      EMBER_CHECK(in_size[i] >= kernel[i], Runtime, "Calculated padded input size per channel: (",
                   joined(in_size, " x "), "). Kernel size: (", joined(kernel, " x "),
                   "). Kernel size can't be greater than actual input size");
   }
@@ -160,9 +160,9 @@ Tensor conv_padding_str(const Tensor& input, const Tensor& weight, const Tensor&
                         const char* op) {
   ConvArgs a = conv_args(stride, DimVector{0}, dilation, DimVector{0}, n, op);
   if (padding == "valid") return conv_nd(input, weight, bias, a, false, groups, n, op);
-  EMBER_CHECK(padding == "same", Runtime, op, ": Invalid padding string: '", padding, "'");
+  EMBER_CHECK(padding == "same", Runtime, "Invalid padding string: '", padding, "'");
   for (int64_t i = 0; i < n; ++i)
-    EMBER_CHECK(a.stride[i] == 1, Runtime, op, ": padding='same' is not supported for strided convolutions");
+    EMBER_CHECK(a.stride[i] == 1, Runtime, "padding='same' is not supported for strided convolutions");
   Tensor padded = input;
   for (int64_t i = 0; i < n && weight.dim() == n + 2; ++i) {
     const int64_t total = a.dilation[i] * (weight.size(2 + i) - 1);

@@ -20,7 +20,7 @@ bool same_device(Device have, Device want) {
 
 // The gradient of a conversion: converted back to the input's dtype and device.
 struct ToCopyBackward final : Node {
-  std::string name() const override { return "ToCopyBackward0"; }
+  std::string default_name() const override { return "ToCopyBackward0"; }
   TensorList apply(TensorList&& grads) override {
     TensorList out(1);
     if (!should_compute(0) || !grads[0].defined()) return out;

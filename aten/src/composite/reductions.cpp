@@ -83,7 +83,7 @@ struct MeanBackward final : Node {
   bool keepdim = false;
   DimVector self_shape;
   int64_t count = 1;
-  std::string name() const override { return dim ? "MeanBackward1" : "MeanBackward0"; }
+  std::string default_name() const override { return dim ? "MeanBackward1" : "MeanBackward0"; }
   TensorList apply(TensorList&& grads) override {
     TensorList out(1);
     if (!should_compute(0) || !grads[0].defined()) return out;

@@ -148,13 +148,16 @@ Tensor _rnn_fused_jvp(const Tensor& input_t, const Tensor& hx_t, const Tensor& c
                       const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih, const Tensor& w_hh,
                       const Tensor& b_ih, const Tensor& b_hh, const Tensor& w_hr, const IntList& batch_sizes,
                       const std::string& mode, bool reverse) {
-  // The tangent is linear in the tangents: its graph to them is kept when they require grad.
+  // The tangent's graph to the tangents and to the primals is kept when any of them requires grad, so a
+  // reverse pass through it (reverse-over-forward) differentiates both; else nothing is recorded.
   const bool record =
-      autograd::any_requires_grad({&input_t, &hx_t, &cx_t, &w_ih_t, &w_hh_t, &b_ih_t, &b_hh_t, &w_hr_t});
+      autograd::any_requires_grad({&input_t, &hx_t, &cx_t, &w_ih_t, &w_hh_t, &b_ih_t, &b_hh_t, &w_hr_t}) ||
+      autograd::any_requires_grad({&input, &hx, &cx, &w_ih, &w_hh, &b_ih, &b_hh, &w_hr});
   AutoGradMode enable(true);
   Inputs in{input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr};
-  for (Tensor& p : in)
-    if (p.defined()) p = detach_copy(p);  // the tangent is a function of the tangents only
+  if (!record)
+    for (Tensor& p : in)
+      if (p.defined()) p = detach_copy(p);
   const Inputs tangents{input_t, hx_t, cx_t, w_ih_t, w_hh_t, b_ih_t, b_hh_t, w_hr_t};
   const rnn::Layout L(batch_sizes, reverse);
   const int64_t H = w_ih.size(0) / rnn::gate_count(rnn::parse_mode(mode, "_rnn_fused_jvp"));

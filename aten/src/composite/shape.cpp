@@ -67,7 +67,7 @@ namespace {
 
 // clone's gradient passes straight through.
 struct CloneBackward final : Node {
-  std::string name() const override { return "CloneBackward0"; }
+  std::string default_name() const override { return "CloneBackward0"; }
   TensorList apply(TensorList&& grads) override {
     TensorList out(1);
     if (should_compute(0)) out[0] = grads[0];
@@ -105,7 +105,7 @@ bool cat_should_skip(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0
 // The gradient of stack: each input gets its slice of the output's gradient.
 struct StackBackward final : Node {
   int64_t dim = 0;
-  std::string name() const override { return "StackBackward0"; }
+  std::string default_name() const override { return "StackBackward0"; }
   TensorList apply(TensorList&& grads) override {
     const Tensor& grad = grads[0];
     TensorList out(next_edges.size());
@@ -122,7 +122,7 @@ struct CatBackward final : Node {
   int64_t dim = 0;
   std::vector<int64_t> offsets, lengths;
   std::vector<char> skipped;
-  std::string name() const override { return "CatBackward0"; }
+  std::string default_name() const override { return "CatBackward0"; }
   TensorList apply(TensorList&& grads) override {
     const Tensor& grad = grads[0];
     TensorList out(next_edges.size());
@@ -244,7 +244,7 @@ namespace {
 struct UnbindBackward final : Node {
   int64_t dim = 0;
   size_t count = 0;
-  std::string name() const override { return "UnbindBackward0"; }
+  std::string default_name() const override { return "UnbindBackward0"; }
   TensorList apply(TensorList&& grads) override {
     const InputMeta& in = input_meta[0];
     DimVector piece = in.shape;
@@ -261,7 +261,7 @@ struct SplitBackward final : Node {
   const char* node_name = "SplitBackward0";
   int64_t dim = 0;
   IntList lengths;
-  std::string name() const override { return node_name; }
+  std::string default_name() const override { return node_name; }
   TensorList apply(TensorList&& grads) override {
     const InputMeta& in = input_meta[0];
     TensorList parts(lengths.size());

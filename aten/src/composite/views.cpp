@@ -3,6 +3,7 @@
 // the result as a view; these functions only compute sizes, strides, offset.
 #include <optional>
 
+#include "ember/autograd.h"
 #include "ember/ops/as_strided.h"
 #include "ember/ops/expand.h"
 #include "ember/ops/permute.h"
@@ -133,6 +134,51 @@ Tensor t(const Tensor& self) {
   if (self.dim() < 2) return make_view(self, self.sizes(), self.strides(), self.offset());
   return native::transpose(self, 0, 1);
 }
+
+}  // namespace ember::native
+
+namespace ember {
+namespace {
+
+// t_'s gradient: the gradient transposed back (PyTorch's TBackward1).
+struct TInplaceBackward final : Node {
+  std::string default_name() const override { return "TBackward1"; }
+  TensorList apply(TensorList&& grads) override { return {ember::t(grads[0])}; }
+};
+
+void swap_first_two_dims(TensorImpl& impl) {
+  if (impl.sizes.size() < 2) return;
+  std::swap(impl.sizes[0], impl.sizes[1]);
+  std::swap(impl.strides[0], impl.strides[1]);
+  impl.refresh_geometry();
+}
+
+}  // namespace
+
+const Tensor& t_(const Tensor& self) {
+  EMBER_CHECK(self.dim() <= 2, Runtime, "t_() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
+  autograd::check_inplace(self, "t_");
+  std::shared_ptr<Node> node;
+  if (autograd::any_requires_grad({&self})) {
+    autograd::check_view_inplace(self, "t_");
+    node = std::make_shared<TInplaceBackward>();
+    node->add_input(self);  // the edge to self's history before the transpose
+  }
+  swap_first_two_dims(*self.impl());
+  self.bump_version();  // as PyTorch's: what was saved of self is stale
+  AutogradMeta* meta = self.impl()->autograd.get();
+  if (node) {
+    // A view stays one (its data, and so its base, are unchanged); a plain tensor's history moves on.
+    if (meta->view_base) autograd::set_history(self, node);
+    else autograd::rebase_history(self, node, "t_");
+  }
+  if (meta && meta->fw_grad.defined()) swap_first_two_dims(*meta->fw_grad.impl());  // forward AD: its own tangent
+  return self;
+}
+
+}  // namespace ember
+
+namespace ember::native {
 
 Tensor unsqueeze(const Tensor& self, int64_t dim) {
   const int64_t ndim = self.dim();

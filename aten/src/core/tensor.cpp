@@ -235,14 +235,15 @@ SliceBounds clamp_slice(std::optional<int64_t> start, std::optional<int64_t> end
 }
 
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {
+  (void)op;  // kept for the callers; PyTorch's message does not name the op
   size_t n = std::max(a.size(), b.size());
   DimVector out(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      EMBER_FAIL(Runtime, op, ": shapes ", a, " and ", b, " cannot be broadcast (size ", da, " vs ", db,
-                 " at dimension ", i, ")");
+      EMBER_FAIL(Runtime, "The size of tensor a (", da, ") must match the size of tensor b (", db,
+                 ") at non-singleton dimension ", i);  // PyTorch's words (`op` no longer shown)
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -54,8 +54,8 @@ struct NllOperands {
 
 NllOperands nll_operands(const Tensor& self, const Tensor& target_, const Tensor& weight, const char* op) {
   EMBER_CHECK(self.dim() >= 1, Runtime, op, ": input tensor should be at least 1D");
-  EMBER_CHECK(target_.dtype() == ScalarType::Int64 || target_.dtype() == ScalarType::UInt8, Runtime, op,
-              ": expected target dtype to be Long or Byte, but got ", dtype_title(target_.dtype()));
+  EMBER_CHECK(target_.dtype() == ScalarType::Int64 || target_.dtype() == ScalarType::UInt8, Runtime,
+              "expected target dtype to be Long or Byte, but got ", dtype_title(target_.dtype()));
   NllOperands o;
   int64_t spatial = 1;  // the product of the dims after the class dim (explicit: -1 is ambiguous when empty)
   for (int64_t d = 2; d < self.dim(); ++d) spatial *= self.size(d);
@@ -86,7 +86,7 @@ void check_targets(const int64_t* t, int64_t n, int64_t C, int64_t ignore_index,
   for (int64_t i = 0; i < n; ++i) ok = ok && (t[i] == ignore_index || (t[i] >= 0 && t[i] < C));
   if (ok) return;
   for (int64_t i = 0; i < n; ++i)
-    EMBER_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < C), Index, op, ": Target ", t[i], " is out of bounds.");
+    EMBER_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < C), Index, "Target ", t[i], " is out of bounds.");
 }
 
 }  // namespace

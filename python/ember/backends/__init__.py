@@ -42,3 +42,13 @@ cuda = types.SimpleNamespace(
     preferred_blas_library=_preferred_blas_library,
 )
 openblas = types.SimpleNamespace(corename=_C._blas_corename)
+
+
+def _cudnn_unavailable():
+    return False
+
+
+# ember has no cuDNN: these flags are PyTorch's defaults and are read by no kernel; scripts set them
+# (torch.backends.cudnn.benchmark = True) and read them back.
+cudnn = types.SimpleNamespace(is_available=_cudnn_unavailable, version=lambda: None, enabled=True, benchmark=False,
+                              deterministic=False, allow_tf32=True)

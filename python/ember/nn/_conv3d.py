@@ -10,7 +10,7 @@ def _expand(value, name, op):
     if len(values) == 3:
         return values
     if len(values) != 1:
-        raise RuntimeError(f"{op}: expected {name} to be a single integer value or a list of 3 values to match the "
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of 3 values to match the "
                            f"convolution dimensions, but got {name}={values}")
     return values * 3
 
@@ -21,7 +21,7 @@ def _dtype_name(t):
 
 def _check_input_dims(input, op):
     if input.dim() not in (4, 5):
-        raise RuntimeError(f"{op}: Expected 4D (unbatched) or 5D (batched) input to {op}, but got input of size: "
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to {op}, but got input of size: "
                            f"{list(input.shape)}")
 
 
@@ -31,48 +31,48 @@ def _check(input, weight, bias, a, groups, op, transposed=False):
     stride, padding, dilation, output_padding = a
     _check_input_dims(input, op)
     if weight.dim() != 5:
-        raise RuntimeError(f"{op}: expected a 5-dimensional weight, but got weight of size {list(weight.shape)}")
+        raise RuntimeError(f"expected a 5-dimensional weight, but got weight of size {list(weight.shape)}")
     for other, name in ((weight, "weight"), (bias, "bias")):
         if other is not None and other.dtype != input.dtype:
-            raise RuntimeError(f"{op}: Input type ({_dtype_name(input)}) and {name} type ({_dtype_name(other)}) "
+            raise RuntimeError(f"Input type ({_dtype_name(input)}) and {name} type ({_dtype_name(other)}) "
                                "should be the same")
     for i in range(3):
         if stride[i] <= 0:
-            raise RuntimeError(f"{op}: non-positive stride is not supported")
+            raise RuntimeError(f"non-positive stride is not supported")
         if padding[i] < 0:
-            raise RuntimeError(f"{op}: negative padding is not supported")
+            raise RuntimeError(f"negative padding is not supported")
         if dilation[i] <= 0:
-            raise RuntimeError(f"{op}: non-positive dilation is not supported")
+            raise RuntimeError(f"non-positive dilation is not supported")
         if output_padding[i] < 0:
-            raise RuntimeError(f"{op}: negative output padding is not supported")
+            raise RuntimeError(f"negative output padding is not supported")
     if groups <= 0:
-        raise RuntimeError(f"{op}: non-positive groups is not supported")
+        raise RuntimeError(f"non-positive groups is not supported")
     if weight.size(0) % groups:
-        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{list(weight.shape)}] instead")
     expected = weight.size(0) if transposed else weight.size(1) * groups
     if input.size(1) != expected:
         kind = "transposed=1" if transposed else f"groups={groups}"
-        raise RuntimeError(f"{op}: Given {kind}, weight of size {list(weight.shape)}, expected input"
+        raise RuntimeError(f"Given {kind}, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {expected} channels, but got {input.size(1)} channels instead")
     out_channels = weight.size(1) * groups if transposed else weight.size(0)
     if bias is not None and (bias.dim() != 1 or bias.size(0) != out_channels):
-        raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
     spans = [dilation[i] * (weight.size(2 + i) - 1) + 1 for i in range(3)]
     sizes = list(input.shape[2:])
     if transposed:
         if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
-            raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
                                f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
         out = [(sizes[i] - 1) * stride[i] - 2 * padding[i] + spans[i] + output_padding[i] for i in range(3)]
         if any(o <= 0 for o in out):
-            raise RuntimeError(f"{op}: Given input size per channel: ({' x '.join(map(str, sizes))}). Calculated "
+            raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, sizes))}). Calculated "
                                f"output size per channel: ({' x '.join(map(str, out))}). Output size is too small")
     else:
         padded = [sizes[i] + 2 * padding[i] for i in range(3)]
         if any(p < s for p, s in zip(padded, spans)):
-            raise RuntimeError(f"{op}: Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                                f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
                                "actual input size")
 
@@ -80,7 +80,7 @@ def _check(input, weight, bias, a, groups, op, transposed=False):
 def _same_padding(input, weight, stride, dilation):
     """padding='same': d * (k - 1) split over both sides, an odd remainder as zeros at the end."""
     if any(s != 1 for s in stride):
-        raise RuntimeError("conv3d: padding='same' is not supported for strided convolutions")
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
     totals = [dilation[i] * (weight.size(2 + i) - 1) for i in range(3)] if weight.dim() == 5 else [0, 0, 0]
     extra = [0, totals[2] % 2, 0, totals[1] % 2, 0, totals[0] % 2]
     if any(extra) and input.dim() in (4, 5):
@@ -98,7 +98,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride, dilation = _expand(stride, "stride", op), _expand(dilation, "dilation", op)
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
-            raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
         input, padding = _same_padding(input, weight, stride, dilation) if padding == "same" else (input, [0, 0, 0])
     padding = _expand(padding, "padding", op)
     _check(input, weight, bias, (stride, padding, dilation, [0, 0, 0]), groups, op)

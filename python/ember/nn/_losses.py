@@ -46,8 +46,9 @@ def _broadcast_shape(name, a, b):
     shape = []
     for x, y in zip(reversed([1] * (len(b) - len(a)) + list(a)), reversed([1] * (len(a) - len(b)) + list(b))):
         if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"{name}: The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                               f"non-singleton dimension {len(shape)} (shapes {list(a)} and {list(b)})")
+            dim = max(len(a), len(b)) - 1 - len(shape)  # counted from the left, as PyTorch's
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {dim}")
         shape.append(y if x == 1 else x)
     return tuple(reversed(shape))
 

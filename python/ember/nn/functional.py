@@ -701,6 +701,9 @@ def linear(input, weight, bias=None):
     """y = input @ weight^T + bias, over the last dim of input."""
     if bias is not None and input.dim() == 2:
         return _C.addmm(bias, input, weight.t())
+    if bias is not None and input.dim() > 2:  # as PyTorch: one addmm over the flattened batch (grad_fn ViewBackward0)
+        output = _C.addmm(bias, input.flatten(0, -2), weight.t())
+        return output.view(*input.shape[:-1], output.shape[-1])
     output = input.matmul(weight.t())
     return output if bias is None else output + bias
 

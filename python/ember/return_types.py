@@ -1,0 +1,9 @@
+"""The named tuples ops return (``ember.return_types.max`` ...), as ``torch.return_types``."""
+from . import _C
+
+__all__ = []
+for _type in _C._return_types():
+    globals()[_type.__name__] = _type
+    __all__.append(_type.__name__)
+__all__.sort()
+del _type

@@ -1,0 +1,137 @@
+"""grad_fn names as PyTorch prints them, for the ops real scripts call most (issue 12).
+
+Each case runs on ember with a hand-written expectation and, when torch is installed, on torch too."""
+import numpy as np
+import pytest
+
+import ember
+
+CASES = [
+    ("SumBackward0", lambda m, F, a: a.sum()),
+    ("SumBackward1", lambda m, F, a: a.sum(0)),
+    ("SumBackward1", lambda m, F, a: a.sum(dim=-1, keepdim=True)),
+    ("MaxBackward1", lambda m, F, a: a.max()),
+    ("MinBackward1", lambda m, F, a: a.min()),
+    ("MaxBackward0", lambda m, F, a: a.max(0).values),
+    ("MinBackward0", lambda m, F, a: a.min(1)[0]),
+    ("ProdBackward0", lambda m, F, a: a.prod()),
+    ("ProdBackward1", lambda m, F, a: a.prod(1)),
+    ("SqueezeBackward0", lambda m, F, a: a[:1].squeeze()),
+    ("SqueezeBackward1", lambda m, F, a: a[:1].squeeze(0)),
+    ("VarBackward0", lambda m, F, a: a.var()),
+    ("VarBackward0", lambda m, F, a: a.var(1)),
+    ("StdBackward0", lambda m, F, a: a.std(0)),
+    ("StdMeanBackward0", lambda m, F, a: m.std_mean(a)[0]),
+    ("VarMeanBackward0", lambda m, F, a: m.var_mean(a, 1)[0]),
+    ("ClampBackward1", lambda m, F, a: a.clamp(-0.5, 0.5)),
+    ("ClampBackward1", lambda m, F, a: a.clamp(min=0)),
+    ("ClampBackward0", lambda m, F, a: a.clamp(m.zeros(4, dtype=m.float64))),
+    ("RsubBackward1", lambda m, F, a: 1 - a),
+    ("SubBackward0", lambda m, F, a: a - 1),
+    ("MseLossBackward0", lambda m, F, a: F.mse_loss(a, a.detach() * 2)),
+    ("MseLossBackward0", lambda m, F, a: F.mse_loss(a, a.detach() * 2, reduction="sum")),
+    ("MseLossBackward0", lambda m, F, a: F.mse_loss(a, a.detach() * 2, reduction="none")),
+    ("SmoothL1LossBackward0", lambda m, F, a: F.smooth_l1_loss(a, a.detach() * 2)),
+    ("HuberLossBackward0", lambda m, F, a: F.huber_loss(a, a.detach() * 2)),
+    ("BinaryCrossEntropyWithLogitsBackward0", lambda m, F, a: F.binary_cross_entropy_with_logits(a, a.detach().sigmoid())),
+    ("AddmmBackward0", lambda m, F, a: m.addmm(a[:, :2], a, a.t()[:, :2])),
+    ("AddmmBackward0", lambda m, F, a: F.linear(a, a[:2], a[0, :2])),
+    ("ViewBackward0", lambda m, F, a: F.linear(a.unsqueeze(0), a[:2], a[0, :2])),
+    ("MmBackward0", lambda m, F, a: F.linear(a, a[:2])),
+    ("MvBackward0", lambda m, F, a: a.mv(a[0])),
+    ("BaddbmmBackward0", lambda m, F, a: m.baddbmm(a[None, :, :3], a[None], a.t()[None, :, :3])),
+    ("LogsumexpBackward0", lambda m, F, a: a.logsumexp(1)),
+    ("MaskedFillBackward0", lambda m, F, a: a.masked_fill(a > 0, 0.0)),
+    ("IndexSelectBackward0", lambda m, F, a: a.index_select(0, m.tensor([0, 2]))),
+    ("RepeatBackward0", lambda m, F, a: a.repeat(2, 1)),
+    ("TraceBackward0", lambda m, F, a: a.trace()),
+    ("TrilBackward0", lambda m, F, a: a.tril()),
+    ("TriuBackward0", lambda m, F, a: a.triu(1)),
+    ("FlipBackward0", lambda m, F, a: a.flip(0)),
+    ("RollBackward0", lambda m, F, a: a.roll(1, 0)),
+    ("LerpBackward0", lambda m, F, a: m.lerp(a, a.detach(), 0.5)),
+    ("LerpBackward1", lambda m, F, a: m.lerp(a, a.detach(), a.detach())),
+    ("ConvolutionBackward0", lambda m, F, a: F.conv2d(a.reshape(1, 1, 3, 4), a.reshape(1, 1, 3, 4)[..., :2, :2])),
+    ("ConvolutionBackward0", lambda m, F, a: F.conv1d(a.reshape(1, 3, 4), a.reshape(1, 3, 4)[..., :2])),
+    ("ConvolutionBackward0", lambda m, F, a: F.conv_transpose2d(a.reshape(1, 1, 3, 4), a.reshape(1, 1, 3, 4))),
+    ("MaxPool2DWithIndicesBackward0", lambda m, F, a: F.max_pool2d(a.reshape(1, 1, 3, 4), 2)),
+    ("AvgPool2DBackward0", lambda m, F, a: F.avg_pool2d(a.reshape(1, 1, 3, 4), 2)),
+    ("NllLossBackward0", lambda m, F, a: F.cross_entropy(a, m.tensor([0, 1, 2]))),
+    ("MeanBackward0", lambda m, F, a: F.l1_loss(a, a.detach() * 2)),
+    ("MeanBackward1", lambda m, F, a: a.mean(1)),
+]
+
+
+def run_case(m, fn):
+    a = m.tensor(np.linspace(-1.0, 1.2, 12).reshape(3, 4), requires_grad=True)
+    return fn(m, m.nn.functional, a).grad_fn.name()
+
+
+@pytest.mark.parametrize("expected, fn", CASES)
+def test_node_names(expected, fn):
+    assert run_case(ember, fn) == expected
+
+
+@pytest.mark.parametrize("expected, fn", CASES)
+def test_node_names_as_torch(expected, fn):
+    torch = pytest.importorskip("torch")
+    assert run_case(torch, fn) == expected
+
+
+def test_renamed_node_still_differentiates():
+    """A composite's node keeps its formula: only the name is PyTorch's."""
+    a = ember.tensor([1.0, 2.0, 4.0], requires_grad=True)
+    loss = ember.nn.functional.mse_loss(a, ember.tensor([0.0, 0.0, 1.0]))
+    assert loss.grad_fn.name() == "MseLossBackward0"
+    loss.backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2 / 3, 4 / 3, 2.0], rtol=1e-6)
+    # an input a composite returns unchanged keeps its own node's name
+    b = a * 1
+    assert ember.nn.functional.dropout(b, 0.5, training=False).grad_fn.name() == "MulBackward0"
+
+
+# ---------------------------------------------------------------- one Python class per node name
+def test_each_node_name_is_its_own_class():
+    a = ember.randn(3, 4, requires_grad=True)
+    loss = ember.nn.functional.cross_entropy(a, ember.tensor([0, 1, 2]))
+    node = loss.grad_fn
+    cls = type(node)
+    assert cls.__name__ == cls.__qualname__ == node.name() == "NllLossBackward0"
+    assert cls.__module__ == "builtins" and repr(cls) == "<class 'NllLossBackward0'>"
+    assert isinstance(node, ember._C.Node) and isinstance(node, ember.autograd.graph.Node)
+    assert type(ember.nn.functional.cross_entropy(a * 2, ember.tensor([0, 0, 0])).grad_fn) is cls  # cached per name
+    assert type((a * 2).grad_fn) is not cls and type((a * 2).grad_fn).__name__ == "MulBackward0"
+    leaf_node = (a * 2).grad_fn.next_functions[0][0]
+    assert type(leaf_node).__name__ == "AccumulateGrad" and leaf_node.variable.data_ptr() == a.data_ptr()
+    assert loss.grad_fn is node  # an existing wrapper is returned as is
+
+
+def test_node_repr_is_pythons_default_with_a_hex_address():
+    node = (ember.ones(2, requires_grad=True) * 2).grad_fn
+    assert repr(node) == f"<MulBackward0 object at {hex(id(node))}>"
+
+
+def test_custom_function_nodes_keep_their_class():
+    class Double(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = Double.apply(ember.ones(2, requires_grad=True))
+    assert type(y.grad_fn).__name__ == "DoubleBackward" and y.grad_fn.name() == "DoubleBackward"
+
+
+def test_node_classes_as_torch():
+    torch = pytest.importorskip("torch")
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        names = [type(f(m, a).grad_fn).__name__ for f in (
+            lambda m, a: m.nn.functional.mse_loss(a, a.detach()),
+            lambda m, a: a.sum(1), lambda m, a: a.max(), lambda m, a: a.t())]
+        if m is ember:
+            ours = names
+    assert ours == names == ["MseLossBackward0", "SumBackward1", "MaxBackward1", "TBackward0"]
