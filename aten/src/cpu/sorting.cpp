@@ -34,6 +34,8 @@ using thresholds::kTopkSmallK;
 using thresholds::kTopkSplitLine;
 // Elements screened together by topk before any is looked at one by one.
 constexpr int64_t kScreenBlock = 64;
+// small_topk screens shorter blocks: a hit sends a block element by element through the insertion.
+constexpr int64_t kSmallScreenBlock = 16;
 
 
 template <typename K, typename I>
@@ -144,7 +146,16 @@ bool any_beats(const T* x, int64_t stride, int64_t b, int64_t e, bool largest, k
   if constexpr (is_float_like<T>) {
     if (threshold_value == threshold_value) {
       int hit = 0;
-      if (largest) {
+      if (stride == 1 && largest) {  // unit stride: plain vector loads (x[j * stride] makes gathers)
+#pragma omp simd reduction(| : hit)
+        for (int64_t j = b; j < e; ++j) {
+          const C v = static_cast<C>(x[j]);
+          hit |= (v > threshold_value) | (v != v);
+        }
+      } else if (stride == 1) {
+#pragma omp simd reduction(| : hit)
+        for (int64_t j = b; j < e; ++j) hit |= static_cast<C>(x[j]) < threshold_value;
+      } else if (largest) {
 #pragma omp simd reduction(| : hit)
         for (int64_t j = b; j < e; ++j) {
           const C v = static_cast<C>(x[j * stride]);
@@ -205,8 +216,8 @@ void small_topk(const T* x, int64_t stride, int64_t n, int64_t k, bool largest, 
   using K = key_t<T>;
   int64_t held = 0;
   opmath_t<T> threshold_value{};
-  for (int64_t b = 0; b < n; b += kScreenBlock) {
-    const int64_t e = std::min(n, b + kScreenBlock);
+  for (int64_t b = 0; b < n; b += kSmallScreenBlock) {
+    const int64_t e = std::min(n, b + kSmallScreenBlock);
     if (held == k && !any_beats(x, stride, b, e, largest, best[k - 1].key, threshold_value)) continue;
     for (int64_t j = b; j < e; ++j) {
       K key = sort_key(x[j * stride]);
