@@ -240,11 +240,11 @@ def test_nothing_left_in_dev_shm_or_among_fds(method, strategy):
 
     exchange()  # the first run starts what stays (the fd sharer's socket, the resource tracker)
     gc.collect()
-    listing, fds = set(os.listdir("/dev/shm")), len(os.listdir("/proc/self/fd"))
+    fds = len(os.listdir("/proc/self/fd"))
     child = exchange()
     gc.collect()
+    # Only this test's processes' segments: another program on the machine may be sharing tensors now.
     assert not _our_segments([os.getpid(), child])
-    assert not {n for n in set(os.listdir("/dev/shm")) - listing if n.startswith("ember_")}
     assert len(os.listdir("/proc/self/fd")) == fds
 
 

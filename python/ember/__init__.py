@@ -154,6 +154,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "set_default_device", "get_default_device",
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique", "from_dlpack", "save", "load",
+    "square", "finfo", "iinfo", "triu_indices", "tril_indices", "compile",
 ] + list(_LEGACY_TYPES)
 
 # ember.multiprocessing (shared-memory tensors across processes) loads on first use.
