@@ -39,8 +39,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench_rows import (  # noqa: E402  (after the thread settings above)
-    CONV_SHAPES, LOAD_ROW, MLP_BATCH, MLP_SIZES, MMAP_ROW, SAVE_ROW, Lib, SelfTimed, all_benches, conv_row_name,
-    cuda_benches, dataloader_row_name, lstm_row_name)
+    CONV_SHAPES, MLP_BATCH, MLP_SIZES, Lib, SelfTimed, all_benches, conv_row_name, cuda_benches, lstm_row_name)
+from bench_io import LOAD_ROW, MMAP_ROW, SAVE_ROW, dataloader_row_name  # noqa: E402
 from bench_models import MODEL_ROWS, model_benches  # noqa: E402
 
 

@@ -69,9 +69,9 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 from . import autograd, cuda, backends, func, linalg, utils  # noqa: E402,F401
 from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
-# nn, optim and distributed load on first use (ember.nn, `import ember.nn`): together they are
-# most of `import ember`'s time, and a program using only tensors need not pay it.
-_LAZY_SUBMODULES: tuple = ("nn", "optim", "distributed", "serialization", "return_types")
+# These load on first use (ember.nn, `import ember.nn`): nn, optim and distributed are most of
+# `import ember`'s time, the others pull in pickle, zip or multiprocessing machinery.
+_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types", "multiprocessing")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401
@@ -156,6 +156,3 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "allclose", "equal", "unique", "from_dlpack", "save", "load",
     "square", "finfo", "iinfo", "triu_indices", "tril_indices", "compile",
 ] + list(_LEGACY_TYPES)
-
-# ember.multiprocessing (shared-memory tensors across processes) loads on first use.
-_LAZY_SUBMODULES += ("multiprocessing",)

@@ -145,27 +145,23 @@ bool any_beats(const T* x, int64_t stride, int64_t b, int64_t e, bool largest, k
   using C = opmath_t<T>;
   if constexpr (is_float_like<T>) {
     if (threshold_value == threshold_value) {
-      int hit = 0;
-      if (stride == 1 && largest) {  // unit stride: plain vector loads (x[j * stride] makes gathers)
+      auto screen = [&](auto at) {
+        int hit = 0;
+        if (largest) {
 #pragma omp simd reduction(| : hit)
-        for (int64_t j = b; j < e; ++j) {
-          const C v = static_cast<C>(x[j]);
-          hit |= (v > threshold_value) | (v != v);
+          for (int64_t j = b; j < e; ++j) {
+            const C v = static_cast<C>(at(j));
+            hit |= (v > threshold_value) | (v != v);
+          }
+        } else {
+#pragma omp simd reduction(| : hit)
+          for (int64_t j = b; j < e; ++j) hit |= static_cast<C>(at(j)) < threshold_value;
         }
-      } else if (stride == 1) {
-#pragma omp simd reduction(| : hit)
-        for (int64_t j = b; j < e; ++j) hit |= static_cast<C>(x[j]) < threshold_value;
-      } else if (largest) {
-#pragma omp simd reduction(| : hit)
-        for (int64_t j = b; j < e; ++j) {
-          const C v = static_cast<C>(x[j * stride]);
-          hit |= (v > threshold_value) | (v != v);
-        }
-      } else {
-#pragma omp simd reduction(| : hit)
-        for (int64_t j = b; j < e; ++j) hit |= static_cast<C>(x[j * stride]) < threshold_value;
-      }
-      return hit;
+        return hit != 0;
+      };
+      // Unit stride gets its own loop: x[j * stride] compiles to gathers.
+      if (stride == 1) return screen([x](int64_t j) { return x[j]; });
+      return screen([x, stride](int64_t j) { return x[j * stride]; });
     }
   }
   K top = 0;
