@@ -175,6 +175,23 @@ def test_topk_ties_nan_and_integers(threads):
     assert v.tolist() == [-float("inf"), 0.0] and i.tolist() == [2, 3]
 
 
+@pytest.mark.parametrize("k", [1, 5, 16])
+def test_small_k_topk_on_rows_with_ties_and_nan(threads, k):
+    # The small-k path (k <= kTopkSmallK) screens 16 elements at a time, unit stride or not.
+    rng = np.random.default_rng(8)
+    a = rng.integers(-20, 20, size=(64, 1000)).astype(np.float32)
+    a[rng.random(a.shape) < 0.01] = np.nan
+    for dim, arr in ((1, a), (0, np.ascontiguousarray(a.T))):
+        for largest in (True, False):
+            v, i = ember.topk(ember.tensor(arr), k, dim, largest)
+            keyed = np.where(np.isnan(arr), np.inf, arr).astype(np.float64)  # NaN sorts above every number
+            want = np.take(np.sort(-keyed if largest else keyed, axis=dim), np.arange(k), axis=dim)
+            got = _np(v).astype(np.float64)
+            got = np.where(np.isnan(got), np.inf, got)
+            np.testing.assert_array_equal(got, -want if largest else want)
+            np.testing.assert_array_equal(np.take_along_axis(arr, i.numpy(), dim), _np(v))
+
+
 def test_topk_errors_and_edge_shapes():
     with pytest.raises(RuntimeError, match="selected index k out of range"):
         ember.topk(ember.ones(2, 5), 6)
