@@ -13,7 +13,8 @@ COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 # Functions of the scalar language: name -> arity (see aten/include/ember/math.h).
 SCALAR_FUNCTIONS = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
-    "erf": 1, "erfc": 1, "erfinv": 1, "abs": 1, "sign": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "isnan": 1, "isinf": 1,
+    "erf": 1, "erfc": 1, "erfinv": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
+    "atanh": 1, "exp2": 1, "log2": 1, "log10": 1, "abs": 1, "sign": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "isnan": 1, "isinf": 1,
     "pow": 2, "maximum": 2, "minimum": 2, "floor_divide": 2, "trunc_divide": 2, "remainder": 2,
     "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "lgamma": 1, "digamma": 1, "trigamma": 1,
     "where": 3, "clamp": 3, "clamp_mask": 3,
