@@ -38,7 +38,7 @@ LINEAR_IN = {
     "scatter": [("self", "src")], "_scatter_reduce_jvp": [("self_t", "src_t")], "_logcumsumexp_jvp": [("tangent",)],  # index2 (issue 11)
     "_max_pool_backward": [("grad_output",)], "_max_pool_gather": _ALONE,  # pool (issue 11)
     "avg_pool2d": _ALONE, "_avg_pool2d_backward": [("grad_output",)], "_upsample": _ALONE,
-    "_upsample_backward": [("grad_output",)],
+    "_upsample_backward": [("grad_output",)], "_threshold_backward": [("grad_output",)],
     "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
     "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
     "nll_loss_nd": [("self",)], "_nll_loss_backward": [("grad_output",)],  # losses-classification (issue 11)
