@@ -297,3 +297,32 @@ def test_autocast_is_thread_local():
         thread.start()
         thread.join()
     assert seen == [(False, ember.float32)]
+
+
+def _harness_cases():
+    """One float32 sample of every op whose ops.yaml entry has a CPU `autocast:` policy and a harness test."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from harness.collect import collect
+    from harness.spec import load_spec
+    seen = {}
+    for case in collect(load_spec()).forward:
+        if case.op.autocast.get("cpu") and case.dtype == "float32" and case.op.full_name not in seen:
+            seen[case.op.full_name] = case
+    return seen
+
+
+HARNESS_CASES = _harness_cases()
+
+
+@pytest.mark.parametrize("name", sorted(HARNESS_CASES))
+def test_every_declared_cpu_policy_through_the_harness_samples(name):
+    from harness.gradcheck import op_function
+    case = HARNESS_CASES[name]
+    func, tensors = op_function(case.op, case.sample)
+    with ember.autocast("cpu"):
+        results = func(*tensors)
+    want = {"lower": ember.bfloat16, "fp32": ember.float32, "promote": ember.float32}[case.op.autocast["cpu"]]
+    floating = [r for r in results if isinstance(r, ember.Tensor) and r.is_floating_point()]
+    assert floating and all(r.dtype == want for r in floating), [r.dtype for r in floating]
