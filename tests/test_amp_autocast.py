@@ -1,6 +1,7 @@
 """ember.autocast (CPU): the state functions, the context manager / decorator, and each policy class of
 ops.yaml's `autocast:` key (lower, fp32, promote, untouched), against PyTorch's CPU autocast and
 hand-computed values. CUDA autocast is only checked as state: nothing can run on a GPU here."""
+import time
 import warnings
 
 import numpy as np
@@ -297,6 +298,18 @@ def test_autocast_is_thread_local():
         thread.start()
         thread.join()
     assert seen == [(False, ember.float32)]
+
+
+def test_a_thread_ending_inside_a_region_leaves_the_flag_clear():
+    import threading
+    before = ember._C._autocast_active_threads()
+    thread = threading.Thread(target=lambda: ember.autocast("cpu").__enter__())  # never exited
+    thread.start()
+    thread.join()
+    deadline = time.monotonic() + 5  # the OS thread runs its thread_local destructors after join() returns
+    while ember._C._autocast_active_threads() != before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ember._C._autocast_active_threads() == before == 0
 
 
 def _harness_cases():

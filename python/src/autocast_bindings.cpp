@@ -99,6 +99,8 @@ void bind_autocast(py::module_& m) {
     return (int)mask;
   });
   m.def("_autocast_restore", [](int mask) { autocast::detail::set_mask((uint8_t)mask); });
+  // Threads with autocast on (the entries' global flag); for tests.
+  m.def("_autocast_active_threads", [] { return autocast::detail::g_active_threads.load(); });
 }
 
 }  // namespace ember::python

@@ -29,8 +29,15 @@ bool is_view(const Tensor& t) {
 
 namespace detail {
 State& state() {
-  static thread_local State s;
-  return s;
+  // A thread that ends inside a region leaves the global count as it found it.
+  struct Owner {
+    State s;
+    ~Owner() {
+      if (s.enabled_mask) g_active_threads.fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
+  static thread_local Owner owner;
+  return owner.s;
 }
 
 void set_mask(uint8_t mask) {
