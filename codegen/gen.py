@@ -164,7 +164,9 @@ class OpGen:
             enum = f"DeviceType::{device.upper()}"
             to = {"lower": f"autocast::dtype({enum})", "fp32": "ScalarType::Float32",
                   "promote": f"autocast::promote_type({enum}, {{ {plain} }}, {{ {lists} }})"}.get(policy)
-            if policy == "fp32_set_opt_dtype":  # only a dtype=None turns to float32, when the first tensor is eligible
+            if policy == "banned":  # PyTorch's binary_cross_entropy under CUDA autocast
+                call = f'autocast::banned("{self.name}")'
+            elif policy == "fp32_set_opt_dtype":  # dtype=None turns float32 when the first tensor is eligible
                 first = self.tensor_params[0].name if self.tensor_params else None
                 args = ", ".join("dtype ? dtype : std::optional<ScalarType>(ScalarType::Float32)" if p.name == "dtype"
                                  else p.name for p in self.params)
@@ -173,7 +175,7 @@ class OpGen:
                 args = ", ".join(f"autocast::cast(to__, {p.name}, {enum})" if p.type.base == "Tensor" else p.name
                                  for p in self.params)
                 call = f"{self.cpp}({args})"
-            cases.append({"device": enum, "to": to, "call": call})
+            cases.append({"device": enum, "to": to, "call": call, "banned": policy == "banned"})
         return {"tensors": plain, "lists": lists, "cases": cases}
 
     def overlap_checks(self, written, op_name, internal=True):

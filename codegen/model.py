@@ -26,7 +26,7 @@ DEVICES = ("cpu", "cuda")
 PYTHON_MODULES = ("linalg", "nn")
 # `autocast:` policies (PyTorch's CastPolicy): what an op's entry does to its floating tensor arguments
 # while autocast is on for their device type (docs/SPEC.md).
-AUTOCAST_POLICIES = ("lower", "fp32", "promote", "fp32_set_opt_dtype")
+AUTOCAST_POLICIES = ("lower", "fp32", "promote", "fp32_set_opt_dtype", "banned")
 
 
 @dataclass

@@ -43,7 +43,7 @@ def test_policies_per_device(tmp_path):
 
 def test_autocast_errors(tmp_path):
     assert error_of(tmp_path, MM + "  autocast: half\n") == (
-        "ops.yaml:9: mm: autocast is one of lower, fp32, promote, fp32_set_opt_dtype, or a mapping "
+        "ops.yaml:9: mm: autocast is one of lower, fp32, promote, fp32_set_opt_dtype, banned, or a mapping "
         "{cpu: POLICY, cuda: POLICY}")
     assert "autocast is one of" in error_of(tmp_path, MM + "  autocast: {tpu: lower}\n")
     assert "mm: fp32_set_opt_dtype needs a `ScalarType? dtype` argument" in error_of(
@@ -57,9 +57,18 @@ def test_generated_wrapper_casts_then_reenters(tmp_path):
     model = load(tmp_path, MM + "  autocast: {cpu: lower, cuda: promote}\n")
     wrapper = OpGen(model, model.ops[0]).autocast()
     cpu, cuda = wrapper["cases"]
-    assert cpu == {"device": "DeviceType::CPU", "to": "autocast::dtype(DeviceType::CPU)",
-                   "call": "mm(autocast::cast(to__, self, DeviceType::CPU), autocast::cast(to__, mat2, DeviceType::CPU))"}
+    assert cpu == {"device": "DeviceType::CPU", "to": "autocast::dtype(DeviceType::CPU)", "banned": False,
+                   "call": "mm(autocast::cast(to__, self, DeviceType::CPU), "
+                           "autocast::cast(to__, mat2, DeviceType::CPU))"}
     assert cuda["to"] == "autocast::promote_type(DeviceType::CUDA, { &self, &mat2 }, {  })"
+    banned = load(tmp_path, MM + "  autocast: {cuda: banned}\n")
+    (case,) = OpGen(banned, banned.ops[0]).autocast()["cases"]
+    assert case["banned"] and case["call"] == 'autocast::banned("mm")'
+
+
+def test_binary_cross_entropy_is_banned_under_cuda_autocast():
+    model = load_model(ROOT / "ops.yaml", ROOT / "derivatives.yaml")
+    assert model.by_full_name("binary_cross_entropy").autocast == {"cpu": "fp32", "cuda": "banned"}
 
 
 # PyTorch's CPU lists, for the ops ember declares in ops.yaml (the rest are Python-level or absent).

@@ -65,5 +65,7 @@ ScalarType promote_type(DeviceType type, std::initializer_list<const Tensor*> te
 // grad cast to the lower dtype are cached until the outermost region exits, when caching is on.
 Tensor cast(ScalarType to, const Tensor& t, DeviceType type);
 TensorList cast(ScalarType to, const TensorList& list, DeviceType type);
+// The `banned` policy: the op refuses to run under autocast (PyTorch's binary_cross_entropy on CUDA).
+[[noreturn]] void banned(const char* op);
 
 }  // namespace ember::autocast

@@ -3,6 +3,7 @@
 #include "ember/autocast.h"
 
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -108,6 +109,16 @@ TensorList cast(ScalarType to, const TensorList& list, DeviceType type) {
   out.reserve(list.size());
   for (const Tensor& t : list) out.push_back(cast(to, t, type));
   return out;
+}
+
+void banned(const char* op) {
+  EMBER_CHECK(std::string(op) != "binary_cross_entropy", Runtime,
+              "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+              "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+              "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+              "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+              "safe to autocast.");
+  EMBER_FAIL(Runtime, op, " is unsafe to autocast.");
 }
 
 }  // namespace ember::autocast

@@ -19,12 +19,14 @@ autocast = device_autocast("cuda", _float16, __name__)
 def custom_fwd(fwd=None, *, cast_inputs=None):
     """Deprecated: ember.amp.custom_fwd(device_type="cuda")."""
     warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. "
-                  "Please use `torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+                  "Please use `torch.amp.custom_fwd(args..., device_type='cuda')` instead.",
+                  FutureWarning, stacklevel=2)
     return functools.partial(_amp.custom_fwd, device_type="cuda")(fwd=fwd, cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd):
     """Deprecated: ember.amp.custom_bwd(device_type="cuda")."""
     warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. "
-                  "Please use `torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+                  "Please use `torch.amp.custom_bwd(args..., device_type='cuda')` instead.",
+                  FutureWarning, stacklevel=2)
     return functools.partial(_amp.custom_bwd, device_type="cuda")(bwd)
