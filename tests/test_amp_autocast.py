@@ -339,3 +339,16 @@ def test_every_declared_cpu_policy_through_the_harness_samples(name):
     want = {"lower": ember.bfloat16, "fp32": ember.float32, "promote": ember.float32}[case.op.autocast["cpu"]]
     floating = [r for r in results if isinstance(r, ember.Tensor) and r.is_floating_point()]
     assert floating and all(r.dtype == want for r in floating), [r.dtype for r in floating]
+
+
+def test_state_function_argument_errors():
+    with pytest.raises(TypeError, match=r"^set_autocast_enabled\(\): argument 'enabled' \(position 2\) must be bool, "
+                                        r"not str$"):
+        ember.set_autocast_enabled("cpu", "x")
+    with pytest.raises(TypeError, match=r"^set_autocast_dtype\(\): argument 'dtype' \(position 2\) must be "
+                                        r"torch.dtype, not int$"):
+        ember.set_autocast_dtype("cpu", 3)
+    with pytest.raises(TypeError, match=r"argument 'device_type' \(position 1\) must be str, not int"):
+        ember.set_autocast_enabled(1, True)
+    with pytest.raises(RuntimeError, match="device type at start of device string: tpu"):
+        ember.get_autocast_dtype("tpu")

@@ -18,6 +18,27 @@ ember::DeviceType device_type_of(const std::string& name) { return Device::parse
 
 py::object dtype_py(ScalarType t) { return py::reinterpret_borrow<py::object>(dtype_object(t)); }
 
+// PyTorch's argument errors: "f(): argument 'enabled' (position 2) must be bool, not str".
+[[noreturn]] void wrong_type(const char* fn, const char* arg, int position, const char* want, py::handle got) {
+  throw py::type_error(std::string(fn) + "(): argument '" + arg + "' (position " + std::to_string(position) +
+                       ") must be " + want + ", not " + Py_TYPE(got.ptr())->tp_name);
+}
+
+bool bool_arg(const char* fn, const char* arg, int position, py::handle o) {
+  if (!PyBool_Check(o.ptr())) wrong_type(fn, arg, position, "bool", o);
+  return o.ptr() == Py_True;
+}
+
+ScalarType dtype_arg(const char* fn, int position, py::handle o) {
+  if (!PyObject_TypeCheck(o.ptr(), DTypeType)) wrong_type(fn, "dtype", position, "torch.dtype", o);
+  return arg_dtype(o.ptr());
+}
+
+std::string str_arg(const char* fn, py::handle o) {
+  if (!PyUnicode_Check(o.ptr())) wrong_type(fn, "device_type", 1, "str", o);
+  return o.cast<std::string>();
+}
+
 void deprecated(const char* old_name, const char* new_call) {
   std::string message = std::string("torch.") + old_name + "() is deprecated. Please use torch." + new_call +
                         " instead.";
@@ -33,11 +54,12 @@ void bind_autocast(py::module_& m) {
   }, py::arg("device_type") = py::none());
   m.def("set_autocast_enabled", [](py::args args) {
     if (args.size() == 1) {  // set_autocast_enabled(enabled): CUDA's
-      autocast::set_enabled(ember::DeviceType::CUDA, args[0].cast<bool>());
+      autocast::set_enabled(ember::DeviceType::CUDA, bool_arg("set_autocast_enabled", "enabled", 1, args[0]));
       return;
     }
     if (args.size() != 2) throw py::type_error("set_autocast_enabled() takes (device_type, enabled) or (enabled)");
-    autocast::set_enabled(device_type_of(args[0].cast<std::string>()), args[1].cast<bool>());
+    const std::string type = str_arg("set_autocast_enabled", args[0]);
+    autocast::set_enabled(device_type_of(type), bool_arg("set_autocast_enabled", "enabled", 2, args[1]));
   });
   m.def("_is_any_autocast_enabled", [] { return autocast::detail::state().enabled_mask != 0; });
   m.def("_is_autocast_available", [](const std::string& device_type) {
@@ -49,7 +71,7 @@ void bind_autocast(py::module_& m) {
     return dtype_py(autocast::dtype(device_type_of(device_type)));
   });
   m.def("set_autocast_dtype", [](const std::string& device_type, py::handle dtype) {
-    autocast::set_dtype(device_type_of(device_type), arg_dtype(dtype.ptr()));
+    autocast::set_dtype(device_type_of(device_type), dtype_arg("set_autocast_dtype", 2, dtype));
   });
   m.def("is_autocast_cpu_enabled", [] {
     deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')");
@@ -65,7 +87,7 @@ void bind_autocast(py::module_& m) {
   });
   m.def("set_autocast_cpu_dtype", [](py::handle dtype) {
     deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)");
-    autocast::set_dtype(ember::DeviceType::CPU, arg_dtype(dtype.ptr()));
+    autocast::set_dtype(ember::DeviceType::CPU, dtype_arg("set_autocast_cpu_dtype", 1, dtype));
   });
   m.def("get_autocast_gpu_dtype", [] {
     deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')");
@@ -73,7 +95,7 @@ void bind_autocast(py::module_& m) {
   });
   m.def("set_autocast_gpu_dtype", [](py::handle dtype) {
     deprecated("set_autocast_gpu_dtype", "set_autocast_dtype('cuda', dtype)");
-    autocast::set_dtype(ember::DeviceType::CUDA, arg_dtype(dtype.ptr()));
+    autocast::set_dtype(ember::DeviceType::CUDA, dtype_arg("set_autocast_gpu_dtype", 1, dtype));
   });
   m.def("is_autocast_cache_enabled", &autocast::is_cache_enabled);
   m.def("set_autocast_cache_enabled", &autocast::set_cache_enabled);
