@@ -152,6 +152,32 @@ class OpGen:
             "trace_outputs": ", ".join(outputs),
         }
 
+    def autocast(self):
+        """The op's autocast wrapper: per device type, the C++ call of the entry with its arguments cast
+        by the policy (PyTorch's autocast_mode.h WrapFunction_), or None without `autocast:`."""
+        if not self.op.autocast:
+            return None
+        plain = ", ".join(f"&{p.name}" for p in self.tensor_params)
+        lists = ", ".join(f"&{p.name}" for p in self.params if p.type.is_tensor_list)
+        cases = []
+        for device, policy in self.op.autocast.items():
+            enum = f"DeviceType::{device.upper()}"
+            to = {"lower": f"autocast::dtype({enum})", "fp32": "ScalarType::Float32",
+                  "promote": f"autocast::promote_type({enum}, {{ {plain} }}, {{ {lists} }})"}.get(policy)
+            if policy == "banned":  # PyTorch's binary_cross_entropy under CUDA autocast
+                call = f'autocast::banned("{self.name}")'
+            elif policy == "fp32_set_opt_dtype":  # dtype=None turns float32 when the first tensor is eligible
+                first = self.tensor_params[0].name if self.tensor_params else None
+                args = ", ".join("dtype ? dtype : std::optional<ScalarType>(ScalarType::Float32)" if p.name == "dtype"
+                                 else p.name for p in self.params)
+                call = f"autocast::eligible({first}, {enum}) ? {self.cpp}({args}) : {self.cpp}({self.args})"
+            else:
+                args = ", ".join(f"autocast::cast(to__, {p.name}, {enum})" if p.type.base == "Tensor" else p.name
+                                 for p in self.params)
+                call = f"{self.cpp}({args})"
+            cases.append({"device": enum, "to": to, "call": call, "banned": policy == "banned"})
+        return {"tensors": plain, "lists": lists, "cases": cases}
+
     def overlap_checks(self, written, op_name, internal=True):
         """C++ statements checking that `written` does not overlap itself (when `internal`)
         or partly overlap a tensor argument, as PyTorch's in-place and out= writes do."""

@@ -19,11 +19,14 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype", "node_name", "plain_tuple"}
+           "same_dtype", "node_name", "plain_tuple", "autocast"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
 PYTHON_MODULES = ("linalg", "nn")
+# `autocast:` policies (PyTorch's CastPolicy): what an op's entry does to its floating tensor arguments
+# while autocast is on for their device type (docs/SPEC.md).
+AUTOCAST_POLICIES = ("lower", "fp32", "promote", "fp32_set_opt_dtype", "banned")
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Op:
     same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
     plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
     node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
+    autocast: dict = field(default_factory=dict)  # device type -> policy (AUTOCAST_POLICIES) under autocast
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -244,6 +248,8 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("node_name"),
                             f"{sig.full_name}: node_name is a node class name, on a composite op")
         op.node_name = str(entry["node_name"])
+    if "autocast" in entry:
+        op.autocast = _autocast(entry, sig, kind, file)
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if "same_dtype" in entry:
@@ -315,6 +321,23 @@ def _parse_op(entry, sets, file):
                 raise SpecError(file, entry.line_of("kernels"), f"{sig.full_name}: bad kernel name {kernels[dev]!r}")
         op.kernels = dict(kernels)
     return op
+
+
+def _autocast(entry, sig, kind, file):
+    """`autocast: POLICY` (every device type) or `{cpu: POLICY, cuda: POLICY}` (either may be absent)."""
+    value, line = entry["autocast"], entry.line_of("autocast")
+    policies = dict(value) if isinstance(value, dict) else {d: value for d in DEVICES}
+    if not policies or any(d not in DEVICES or p not in AUTOCAST_POLICIES for d, p in policies.items()):
+        raise SpecError(file, line, f"{sig.full_name}: autocast is one of {', '.join(AUTOCAST_POLICIES)}, "
+                        f"or a mapping {{cpu: POLICY, cuda: POLICY}}")
+    if kind == "factory" or sig.name.endswith("_") or not any(p.type.is_tensor or p.type.is_tensor_list
+                                                               for p in sig.params):
+        raise SpecError(file, line, f"{sig.full_name}: autocast is for out-of-place ops with tensor arguments")
+    dtype = sig.param("dtype")
+    if "fp32_set_opt_dtype" in policies.values() and not (dtype and dtype.type.base == "ScalarType"
+                                                          and dtype.type.optional):
+        raise SpecError(file, line, f"{sig.full_name}: fp32_set_opt_dtype needs a `ScalarType? dtype` argument")
+    return policies
 
 
 def _specials(entry, op, sets, file):

@@ -372,7 +372,7 @@ def all_benches():
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
             + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
-            + optim_benches() + rnn_benches() + save_load_benches() + data_benches())
+            + optim_benches() + rnn_benches() + save_load_benches() + data_benches() + amp_benches())
 
 
 def loss_benches():
@@ -828,3 +828,38 @@ def rnn_benches():
         return step
 
     return [Bench("rnn", lstm_row_name(), "ms", build, columns=TORCHLIKE_COLUMNS)]
+
+
+# ---------------------------------------------------------------- amp (session 13)
+def amp_benches():
+    """Mixed precision: the MLP step's model (nn.Linear + ReLU, cross entropy, AdamW) under CPU bfloat16
+    autocast with a GradScaler, against the same step in float32."""
+    def build(use_amp):
+        def build_for(lib):
+            if lib.is_numpy:
+                return None
+            t = lib.mod
+            t.manual_seed(0)
+            layers = []
+            for fan_in, fan_out in zip(MLP_SIZES, MLP_SIZES[1:]):
+                layers += [t.nn.Linear(fan_in, fan_out), t.nn.ReLU()]
+            model = t.nn.Sequential(*layers[:-1])
+            opt = t.optim.AdamW(model.parameters(), lr=1e-3)
+            scaler = t.amp.GradScaler("cpu", enabled=use_amp)
+            x = lib.randn(MLP_BATCH, MLP_SIZES[0])
+            labels = t.randint(0, MLP_SIZES[-1], (MLP_BATCH,))
+
+            def step():
+                opt.zero_grad()
+                with t.autocast("cpu", dtype=t.bfloat16, enabled=use_amp):
+                    loss = t.nn.functional.cross_entropy(model(x), labels)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            return step
+        return build_for
+
+    sizes = "-".join(map(str, MLP_SIZES))
+    return [Bench("amp", f"MLP {sizes} AdamW step, batch {MLP_BATCH}, {label}", "ms", build(use_amp),
+                  columns=TORCHLIKE_COLUMNS)
+            for use_amp, label in ((False, "float32"), (True, "bf16 autocast + GradScaler"))]

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # These load on first use (ember.nn, `import ember.nn`): nn, optim and distributed are most of
 # `import ember`'s time, the others pull in pickle, zip or multiprocessing machinery.
-_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types", "multiprocessing")
+_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types", "multiprocessing", "amp", "cpu")
 if _TYPE_CHECKING:
     from . import distributed, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401
@@ -88,7 +88,7 @@ def __getattr__(name):
 
 
 # ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
-_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization"}
+_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization", "autocast": "amp.autocast_mode"}
 
 
 def __dir__():
@@ -135,6 +135,20 @@ def get_float32_matmul_precision():
 
 _float32_matmul_precision = "highest"
 
+# Mixed precision (session 13): the per-thread autocast state; ember.autocast (ember.amp) loads on first use.
+from ._C import (  # noqa: E402,F401
+    is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype, is_autocast_cpu_enabled,
+    set_autocast_cpu_enabled, get_autocast_cpu_dtype, set_autocast_cpu_dtype, get_autocast_gpu_dtype,
+    set_autocast_gpu_dtype, is_autocast_cache_enabled, set_autocast_cache_enabled, autocast_increment_nesting,
+    autocast_decrement_nesting, clear_autocast_cache,
+)
+_AUTOCAST_NAMES = [
+    "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+    "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
+    "autocast_increment_nesting", "autocast_decrement_nesting", "clear_autocast_cache",
+]
+
 # Interop (issue 13): DLPack.
 from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
 
@@ -155,4 +169,4 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique", "from_dlpack", "save", "load",
     "square", "finfo", "iinfo", "triu_indices", "tril_indices", "compile",
-] + list(_LEGACY_TYPES)
+] + list(_LEGACY_TYPES) + _AUTOCAST_NAMES

@@ -55,6 +55,7 @@ void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
 void bind_trace(py::module_& m);
 void bind_dlpack(py::module_& m);
+void bind_autocast(py::module_& m);
 extern PyObject* g_size_type;
 extern PyObject* g_index_tensor_from;
 
@@ -230,4 +231,5 @@ PYBIND11_MODULE(_C, m) {
   python::bind_caching_allocator_testing(m);
   python::bind_trace(m);
   python::bind_dlpack(m);
+  python::bind_autocast(m);
 }

@@ -338,3 +338,10 @@ class _DefaultGenerators:
 
 
 default_generators = _DefaultGenerators()
+
+
+def __getattr__(name):
+    if name == "amp":  # ember.cuda.amp (deprecated spellings of ember.amp) loads on first use
+        import importlib
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

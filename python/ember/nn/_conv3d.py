@@ -1,6 +1,7 @@
 """conv3d and conv_transpose3d over the 2-D convolution kernels: the kernel's depth taps become
 extra channels of a single conv2d (conv_transpose2d) over every depth plane (PyTorch's argument
 checks and messages first, as the C++ convolutions')."""
+from .._autocast_policy import autocast_policy
 from .. import _C
 from .._C import _nn
 
@@ -88,6 +89,7 @@ def _same_padding(input, weight, stride, dilation):
     return input, [t // 2 for t in totals]
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """The 3-D convolution of an (N, C, D, H, W) or (C, D, H, W) input with (O, C / groups, kD, kH, kW) weights."""
     op = "conv3d"
@@ -117,6 +119,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The 3-D transposed convolution of an (N, C, D, H, W) or (C, D, H, W) input with
     (C, O / groups, kD, kH, kW) weights: the gradient of conv3d with respect to its input."""

@@ -8,6 +8,7 @@ import itertools
 import warnings
 
 import ember
+from .._autocast_policy import autocast_policy
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -147,6 +148,7 @@ def _type_name(dtype):
         str(dtype).split(".")[-1], str(dtype))
 
 
+@autocast_policy(cpu="fp32", cuda="promote")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """The input (N, C, *spatial) sampled at the normalized coordinates of grid (N, *out, n):
     grid[..., 0] is x (the last dim), -1 and 1 the input's edges (corner centres with align_corners)."""

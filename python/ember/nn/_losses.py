@@ -4,6 +4,7 @@ size_average/reduce handling. functional.py re-exports them."""
 import math
 import warnings
 
+from .._autocast_policy import autocast_policy
 from .. import _C
 from .._C import _nn
 
@@ -301,6 +302,7 @@ def _per_sample(loss, reduction, scalar):
     return loss.reshape(()) if reduction == "none" and scalar else _reduce(loss, reduction)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """sum over classes i != y of max(0, margin - x[y] + x[i])^p (times weight[y]), divided by the class count."""
@@ -332,6 +334,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _per_sample(z.sum(1) / classes, reduction, scalar_target)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])), divided by the
     class count; each row of `target` lists its classes up to the first -1."""

@@ -5,6 +5,7 @@ Both are separable. Max pools (fixed and adaptive): the 2-D kernel over each dep
 import math
 
 import ember
+from .._autocast_policy import autocast_policy
 from .. import _C
 from .._C import _nn
 
@@ -46,6 +47,7 @@ def _unbatch(result, unbatched):
     return tuple(r.squeeze(0) for r in result) if isinstance(result, tuple) else result.squeeze(0)
 
 
+@autocast_policy(cpu="fp32")
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """The maximum of each window of the last three dims, and its flat index in the volume."""
@@ -114,6 +116,7 @@ def _separable_max_pool(x, plane_pool, depth_pool):
     return values, (depth_idx * (height * width) + in_plane).contiguous()
 
 
+@autocast_policy(cpu="fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """The maximum of each window of the last three dims (and the indices with return_indices)."""
     return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
@@ -144,6 +147,7 @@ def _check_adaptive_input(input, op, colon):
         raise NotImplementedError(f'"{op}_cpu" not implemented for \'{_type_name(input)}\'')
 
 
+@autocast_policy(cpu="fp32")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """The maximum of each adaptive window of the last three dims, and its flat index in the volume."""
     op = "adaptive_max_pool3d"
@@ -156,6 +160,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return _unbatch(_separable_max_pool(x, lambda planes: _nn.adaptive_max_pool2d(planes, outs[1:]),
                                         lambda rows: _C.adaptive_max_pool1d(rows, outs[:1])), input.dim() == 4)
 
+@autocast_policy(cpu="fp32")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """The maximum of each adaptive window of the last three dims (and the indices with return_indices)."""
     result = adaptive_max_pool3d_with_indices(input, output_size)
@@ -184,6 +189,7 @@ def _window_matrix(starts, ends, size, x, weights=None):
     return ember.tensor(rows, dtype=x.dtype, device=x.device)
 
 
+@autocast_policy(cpu="fp32")
 def adaptive_avg_pool3d(input, output_size):
     """The mean of each adaptive window of the last three dims."""
     op = "adaptive_avg_pool3d"
@@ -200,6 +206,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _unbatch(_separable_sum(x, matrices), input.dim() == 4)
 
 
+@autocast_policy(cpu="fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """The mean of each window of the last three dims (or its sum / divisor_override)."""

@@ -4,6 +4,7 @@ signatures, `inplace=` flags and defaults; the losses, composites of ember ops."
 import math
 import warnings
 
+from .._autocast_policy import autocast_policy
 from .. import _C
 from .._C import _nn
 
@@ -697,6 +698,7 @@ from ._conv3d import conv3d, conv_transpose3d  # noqa: E402
 __all__ += ["bilinear", "channel_shuffle", "conv3d", "conv_transpose3d", "linear", "native_channel_shuffle"]
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def linear(input, weight, bias=None):
     """y = input @ weight^T + bias, over the last dim of input."""
     if bias is not None and input.dim() == 2:
@@ -708,6 +710,7 @@ def linear(input, weight, bias=None):
     return output if bias is None else output + bias
 
 
+@autocast_policy(cuda="promote")
 def bilinear(input1, input2, weight, bias=None):
     """y = x1^T A x2 + b for each output feature: weight (out, in1, in2), inputs (*, in1) and (*, in2)."""
     if input1.dim() != input2.dim():

@@ -1,0 +1,207 @@
+"""ember.amp.GradScaler and its two ops (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_)
+against hand-computed values and PyTorch's GradScaler, plus a small bf16 autocast training loop."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+
+def test_unscale_op_scales_in_place_and_flags_non_finite():
+    grads = [ember.tensor([1.0, 2.0, 4.0]), ember.tensor([[2.0, 8.0], [6.0, 4.0]]).t(),  # non-contiguous
+             ember.tensor([4.0, -8.0]).bfloat16(), ember.tensor([2.0]).double()]
+    found_inf, inv_scale = ember.zeros(()), ember.full((), 0.25)
+    ember._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+    assert found_inf.item() == 0.0
+    assert grads[0].tolist() == [0.25, 0.5, 1.0]
+    assert grads[1].tolist() == [[0.5, 1.5], [2.0, 1.0]]
+    assert grads[2].dtype == ember.bfloat16 and grads[2].tolist() == [1.0, -2.0]
+    assert grads[3].tolist() == [0.5]
+    bad = [ember.tensor([1.0, float("nan")]), ember.tensor([float("inf"), 4.0])]
+    ember._amp_foreach_non_finite_check_and_unscale_(bad, found_inf, inv_scale)
+    assert found_inf.item() == 1.0
+    assert np.isnan(bad[0][1].item()) and bad[0][0].item() == 0.25 and bad[1][1].item() == 1.0
+    with pytest.raises(RuntimeError, match="inv_scale must be a 1-element tensor."):
+        ember._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, ember.ones(2))
+
+
+def _update(scale, tracker, found, growth=2.0, backoff=0.5, interval=3):
+    s, t = ember.full((), scale), ember.full((), tracker, dtype=ember.int32)
+    out = ember._amp_update_scale_(s, t, ember.full((), found), growth, backoff, interval)
+    assert out is s or ember.equal(out, s)
+    return s.item(), t.item()
+
+
+def test_update_scale_op():
+    assert _update(8.0, 0, 0.0) == (8.0, 1)
+    assert _update(8.0, 2, 0.0) == (16.0, 0)  # the third clean step grows
+    assert _update(8.0, 2, 1.0) == (4.0, 0)  # an inf backs off and resets
+    assert _update(3e38, 2, 0.0) == (pytest.approx(3e38), 0)  # never grows to inf
+    with pytest.raises(RuntimeError, match="growth_tracker must be a single-element int tensor."):
+        ember._amp_update_scale_(ember.ones(()), ember.zeros(()), ember.zeros(()), 2.0, 0.5, 3)
+    if torch is not None:
+        for scale, tracker, found in [(8.0, 0, 0.0), (8.0, 2, 0.0), (8.0, 2, 1.0), (3e38, 2, 0.0)]:
+            s, t = torch.full((), scale), torch.full((), tracker, dtype=torch.int32)
+            torch._amp_update_scale_(s, t, torch.full((), found), 2.0, 0.5, 3)
+            assert _update(scale, tracker, found) == (s.item(), t.item())
+
+
+def _model(lib, seed=0):
+    rng = np.random.default_rng(seed)
+    model = lib.nn.Sequential(lib.nn.Linear(6, 16), lib.nn.ReLU(), lib.nn.Linear(16, 4))
+    with lib.no_grad():
+        for p in model.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.3))
+    return model
+
+
+def _data(lib, steps):
+    """One batch to fit, seen every step (so the loss must fall)."""
+    rng = np.random.default_rng(1)
+    batch = (lib.tensor(rng.standard_normal((8, 6)).astype(np.float32)), lib.tensor(rng.integers(0, 4, 8)))
+    return [batch] * steps
+
+
+def _train(lib, steps, poison=(), **scaler_kwargs):
+    model = _model(lib)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-2)
+    scaler = lib.amp.GradScaler("cpu", **scaler_kwargs)
+    losses, scales = [], []
+    for i, (x, y) in enumerate(_data(lib, steps)):
+        opt.zero_grad()
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+        scaled = scaler.scale(loss)
+        if i in poison:
+            scaled = scaled * float("inf")
+        scaled.backward()
+        scaler.step(opt)
+        scaler.update()
+        losses.append(loss.item())
+        scales.append(scaler.get_scale())
+    return losses, scales, model, scaler
+
+
+def test_training_loop_learns_with_bf16_autocast_and_grad_scaler():
+    losses, scales, _, _ = _train(ember, 30)
+    assert losses[-1] < 0.5 * losses[0]
+    assert scales == [2.0 ** 16] * 30  # no inf: no backoff; growth_interval 2000 not reached
+
+
+@needs_torch
+def test_training_loop_matches_torch():
+    ours, our_scales, model, scaler = _train(ember, 12, poison=(3,), growth_interval=4)
+    theirs, their_scales, tmodel, tscaler = _train(torch, 12, poison=(3,), growth_interval=4)
+    np.testing.assert_allclose(ours, theirs, rtol=3e-2, atol=3e-2)
+    assert our_scales == their_scales
+    assert scaler.state_dict() == tscaler.state_dict()
+    for p, q in zip(model.parameters(), tmodel.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=5e-2, atol=5e-2)
+
+
+def test_inf_skips_the_step_and_backs_off():
+    param = nn.Parameter(ember.tensor([1.0, 2.0]))
+    opt = ember.optim.SGD([param], lr=0.1)
+    scaler = ember.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
+    (scaler.scale(param.sum()) * float("inf")).backward()
+    assert scaler.step(opt) is None
+    assert param.tolist() == [1.0, 2.0]  # skipped
+    scaler.update()
+    assert scaler.get_scale() == 2.0 and scaler._get_growth_tracker() == 0
+    for expected_scale, expected_tracker in [(2.0, 1), (4.0, 0)]:  # grows after growth_interval clean steps
+        opt.zero_grad()
+        scaler.scale((param * 3).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        assert (scaler.get_scale(), scaler._get_growth_tracker()) == (expected_scale, expected_tracker)
+    np.testing.assert_allclose(param.detach().numpy(), [1.0 - 0.6, 2.0 - 0.6], rtol=1e-6)  # unscaled grad 3
+
+
+def test_unscale_then_clip_and_errors():
+    param = nn.Parameter(ember.tensor([3.0, 4.0]))
+    opt = ember.optim.SGD([param], lr=1.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=8.0)
+    with pytest.raises(AssertionError, match="Attempted unscale_ but _scale is None."):
+        scaler.unscale_(opt)
+    scaler.scale((param * param).sum() / 2).backward()
+    assert param.grad.tolist() == [24.0, 32.0]
+    scaler.unscale_(opt)
+    assert param.grad.tolist() == [3.0, 4.0]
+    with pytest.raises(RuntimeError, match=r"unscale_\(\) has already been called on this optimizer since the last "
+                                           r"update\(\)."):
+        scaler.unscale_(opt)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match=r"step\(\) has already been called since the last update\(\)."):
+        scaler.step(opt)
+    with pytest.raises(RuntimeError, match=r"unscale_\(\) is being called after step\(\)."):
+        scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match="Closure use is not currently supported if GradScaler is enabled."):
+        scaler.step(opt, closure=lambda: None)
+    scaler.update()
+    assert param.tolist() == [0.0, 0.0]
+    scaler.update(2.0)
+    assert scaler.get_scale() == 2.0
+    scaler.update(ember.full((), 32.0))
+    assert scaler.get_scale() == 32.0
+    with pytest.raises(ValueError, match="outputs must be a Tensor or an iterable of Tensors"):
+        scaler.scale([1.0])
+    a, b = scaler.scale([ember.ones(2), (ember.ones(1),)])
+    assert a.tolist() == [32.0, 32.0] and b[0].tolist() == [32.0]
+
+
+def test_fp16_gradients_refused_by_unscale():
+    param = nn.Parameter(ember.ones(2, dtype=ember.float16))
+    scaler = ember.amp.GradScaler("cpu")
+    scaler.scale(param.float().sum()).backward()
+    with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
+        scaler.unscale_(ember.optim.SGD([param], lr=1.0))
+
+
+def test_state_dict_round_trip_and_pickle():
+    scaler = ember.amp.GradScaler("cpu", init_scale=128.0, growth_factor=3.0, backoff_factor=0.25,
+                                  growth_interval=7)
+    state = scaler.state_dict()
+    assert state == {"scale": 128.0, "growth_factor": 3.0, "backoff_factor": 0.25, "growth_interval": 7,
+                     "_growth_tracker": 0}
+    scaler.scale(ember.ones(()))
+    other = ember.amp.GradScaler("cpu")
+    other.load_state_dict(dict(state, scale=64.0, _growth_tracker=5))
+    assert other.get_scale() == 64.0 and other._get_growth_tracker() == 5 and other.get_growth_interval() == 7
+    other.scale(ember.ones(()))
+    assert other._scale.item() == 64.0 and other._growth_tracker.item() == 5
+    clone = pickle.loads(pickle.dumps(other))
+    assert clone.state_dict() == other.state_dict() and clone._scale is None
+    with pytest.raises(RuntimeError, match="The source state dict is empty"):
+        other.load_state_dict({})
+    if torch is not None:
+        theirs = torch.amp.GradScaler("cpu", init_scale=128.0, growth_factor=3.0, backoff_factor=0.25,
+                                      growth_interval=7)
+        assert theirs.state_dict() == state
+
+
+def test_disabled_scaler_passes_through():
+    scaler = ember.amp.GradScaler("cpu", enabled=False)
+    loss = ember.ones(())
+    assert scaler.scale(loss) is loss and scaler.get_scale() == 1.0 and scaler.state_dict() == {}
+    assert not scaler.is_enabled()
+    with pytest.warns(UserWarning, match="torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabl"):
+        cuda_scaler = ember.amp.GradScaler()  # device="cuda" by default, as PyTorch
+    assert not cuda_scaler.is_enabled()
+    with pytest.warns(FutureWarning, match=r"`torch\.cuda\.amp\.GradScaler\(args\.\.\.\)` is deprecated"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ember.cuda.amp.GradScaler()
+    with pytest.warns(FutureWarning, match=r"`torch\.cpu\.amp\.GradScaler\(args\.\.\.\)` is deprecated"):
+        assert ember.cpu.amp.GradScaler().is_enabled()
+    with pytest.raises(AssertionError, match="The growth factor must be > 1.0."):
+        ember.amp.GradScaler("cpu", growth_factor=1.0)
