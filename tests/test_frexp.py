@@ -73,3 +73,19 @@ def test_frexp_gradient():
         np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
         assert repr(ember.frexp(ember.tensor([1.0, 6.0]))).replace("ember.", "torch.") == repr(
             torch.frexp(torch.tensor([1.0, 6.0])))
+
+
+JVP_CHECKED = {"frexp.Tensor", "_frexp"}  # for tests/test_forward_ad.py OWN_CHECKS
+_X = [0.3, -5.0, 1e3, 2.5, -0.7]
+HIGHER_ORDER_CASES = {  # for tests/test_higher_order.py: the mantissa's gradient times x, so the second is not 0
+    "frexp.Tensor": [(lambda t: ember.frexp(t).mantissa * t, lambda: (ember.tensor(_X, dtype=ember.float64,
+                                                                                  requires_grad=True),), {})],
+    "_frexp": [(lambda t: ember._frexp(t)[0] * t, lambda: (ember.tensor(_X, dtype=ember.float64,
+                                                                       requires_grad=True),), {})],
+}
+
+
+def test_frexp_forward_ad():
+    x = ember.tensor([0.3, -5.0, 1e3, 2.5, -0.7], dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: ember.frexp(t).mantissa, (x,), check_forward_ad=True)
+    assert gradcheck(lambda t: ember._frexp(t)[0], (x,), check_forward_ad=True)

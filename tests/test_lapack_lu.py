@@ -275,3 +275,45 @@ def test_lu_matches_torch(shape):
     e_qr, t_qr = ember.geqrf(ember.tensor(a)), torch.geqrf(torch.tensor(a))
     for e, t in zip(e_qr, t_qr):
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- forward AD of every op of the group
+def _m(shape, shift=0.0):
+    return ember.tensor(matrices(shape) + shift * np.eye(*shape[-2:]), requires_grad=True)
+
+
+_LU = ember.linalg.lu_factor(ember.tensor(matrices((3, 3)) + 2 * np.eye(3)))
+_TRI = dict(upper=True, left=True, unitriangular=False)
+JVP_CASES = {
+    "linalg_lu_factor_ex": [(lambda a: ember.linalg.lu_factor_ex(a).LU, lambda: (_m((4, 4), 2),))],
+    "linalg_lu_factor": [(lambda a: ember.linalg.lu_factor(a).LU, lambda: (_m((3, 5), 2),))],
+    "_linalg_lu_factor_ex_backward": [(lambda g: ember._linalg_lu_factor_ex_backward(g * g, *_LU, True),
+                                       lambda: (_m((3, 3)),))],
+    "_linalg_lu_factor_ex_jvp": [(lambda v: ember._linalg_lu_factor_ex_jvp(v * v, *_LU, True), lambda: (_m((3, 3)),))],
+    "lu_unpack": [(lambda lu: ember.lu_unpack(lu, _LU.pivots)[1:], lambda: (_m((3, 3)),))],
+    "linalg_lu_solve": [(lambda lu, b: ember.linalg.lu_solve(lu, _LU.pivots, b, adjoint=True),
+                         lambda: (_m((3, 3), 3), _m((3, 2))))],
+    "linalg_solve_triangular": [(lambda a, b: ember.linalg.solve_triangular(a, b, upper=False, left=False),
+                                 lambda: (_m((3, 3), 3), _m((2, 3))))],
+    "_linalg_solve_triangular_backward": [
+        (lambda g, a: ember._linalg_solve_triangular_backward(g, a, ember.linalg.solve_triangular(a, g, **_TRI), True,
+                                                              True, False), lambda: (_m((3, 2)), _m((3, 3), 3)))],
+    "_linalg_solve_triangular_jvp": [(lambda v, a: ember._linalg_solve_triangular_jvp(v, a, a.mT, True, True, True),
+                                      lambda: (_m((3, 3)), _m((3, 3), 3)))],
+}
+JVP_CHECKED = set(JVP_CASES) | {"geqrf"}  # for tests/test_forward_ad.py OWN_CHECKS
+# for tests/test_higher_order.py (gradcheck and gradgradcheck of each)
+HIGHER_ORDER_CASES = {name: [(fn, make_inputs, {}) for fn, make_inputs in cases] for name, cases in JVP_CASES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(JVP_CASES))
+def test_jvps_of_every_op_of_the_group(name):
+    for fn, make_inputs in JVP_CASES[name]:
+        assert gradcheck(fn, make_inputs(), check_forward_ad=True)
+
+
+def test_geqrf_forward_ad_raises():
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(ember.tensor(matrices((3, 3))), ember.tensor(matrices((3, 3))))
+        with pytest.raises(NotImplementedError, match="the derivative for 'geqrf' is not implemented."):
+            ember.geqrf(dual)

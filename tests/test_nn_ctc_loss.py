@@ -207,6 +207,9 @@ def test_ctc_kernel_matches_numpy_recursion(repeats, blank, threads):
     np.testing.assert_allclose(out32.numpy(), want, rtol=2e-5)
 
 
+JVP_CHECKED = {"_ctc_loss"}  # for tests/test_forward_ad.py OWN_CHECKS: through log_softmax, as its gradient
+
+
 def test_ctc_kernel_gradcheck_through_log_softmax():
     rng = np.random.default_rng(7)
     _, padded, input_lengths, target_lengths = random_ctc_case(rng, 6, 4, 4, 3)
@@ -218,7 +221,7 @@ def test_ctc_kernel_gradcheck_through_log_softmax():
             out = F.ctc_loss(F.log_softmax(x, 2), ember.tensor(padded), input_lengths, target_lengths,
                              reduction=reduction, zero_infinity=True)
             return out
-        assert ember.autograd.gradcheck(loss, (logits,))
+        assert ember.autograd.gradcheck(loss, (logits,), check_forward_ad=True)
     out = F.ctc_loss(F.log_softmax(logits, 2), ember.tensor(padded), input_lengths, target_lengths, reduction="none")
     assert type(out.grad_fn).__name__ == "CtcLossBackward0"  # as torch's
 

@@ -8,7 +8,6 @@
 #include "ember/errors.h"
 #include "ember/lapack_checks.h"
 #include "ember/ops/_frexp.h"
-#include "ember/ops/_geqrf_backward.h"
 #include "ember/ops/_linalg_lu_factor_ex_backward.h"
 #include "ember/ops/_linalg_lu_factor_ex_jvp.h"
 #include "ember/ops/_linalg_solve_triangular_backward.h"
@@ -162,12 +161,6 @@ Tensor _linalg_solve_triangular_jvp(const Tensor& A_t, const Tensor& A, const Te
                                     bool unitriangular) {
   const Tensor dA = triangle_of(A_t, upper, unitriangular);
   return ember::neg(solve_tri(A, left ? ember::matmul(dA, X) : ember::matmul(X, dA), upper, left, unitriangular));
-}
-
-// ---------------------------------------------------------------- geqrf
-Tensor _geqrf_backward(const Tensor& grad) {
-  (void)grad;
-  EMBER_FAIL(NotImplemented, "the derivative for 'geqrf' is not implemented.");
 }
 
 // ---------------------------------------------------------------- frexp

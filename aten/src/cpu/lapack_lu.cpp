@@ -11,6 +11,7 @@
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/lapack_checks.h"
+#include "ember/ops/_geqrf_backward.h"
 #include "ember/ops/_lu_permutation.h"
 #include "ember/ops/contiguous.h"
 #include "ember/ops/copy_.h"
@@ -130,6 +131,12 @@ std::tuple<Tensor, Tensor> geqrf_cpu(const Tensor& self) {
     });
   }
   return {from_column_major(work), tau};
+}
+
+// geqrf's derivative, which PyTorch does not define (a kernel: no second derivative to ask for).
+Tensor geqrf_backward_cpu(const Tensor& grad) {
+  (void)grad;
+  EMBER_FAIL(NotImplemented, "the derivative for 'geqrf' is not implemented.");
 }
 
 namespace {
