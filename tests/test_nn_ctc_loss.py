@@ -201,6 +201,11 @@ def test_ctc_kernel_matches_numpy_recursion(repeats, blank, threads):
     want = [numpy_ctc_nll(lp[:input_lengths[b], b], padded[b, :target_lengths[b]], blank) for b in range(11)]
     assert np.isinf(want).any() and np.isfinite(want).any()  # impossible alignments and possible ones
     np.testing.assert_allclose(out, want, rtol=1e-12)
+    # (N, T, C) storage read as (T, N, C), and int32 targets
+    strided = ember.tensor(np.ascontiguousarray(lp.transpose(1, 0, 2))).transpose(0, 1)
+    out = F.ctc_loss(strided, ember.tensor(padded.astype(np.int32)), input_lengths, target_lengths, blank=blank,
+                     reduction="none")
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
     out32 = F.ctc_loss(ember.tensor(lp.astype(np.float32)), ember.tensor(padded), input_lengths, target_lengths,
                        blank=blank, reduction="none")
     assert out32.dtype == ember.float32
@@ -224,6 +229,16 @@ def test_ctc_kernel_gradcheck_through_log_softmax():
         assert ember.autograd.gradcheck(loss, (logits,), check_forward_ad=True)
     out = F.ctc_loss(F.log_softmax(logits, 2), ember.tensor(padded), input_lengths, target_lengths, reduction="none")
     assert type(out.grad_fn).__name__ == "CtcLossBackward0"  # as torch's
+    # a non-contiguous log_probs gets its gradient in its own shape
+    x = ember.tensor(np.ascontiguousarray(logits.detach().numpy().transpose(1, 0, 2)), requires_grad=True)
+    F.ctc_loss(F.log_softmax(x, 2).transpose(0, 1), ember.tensor(padded), input_lengths, target_lengths).backward()
+    y = logits.detach().requires_grad_()
+    F.ctc_loss(F.log_softmax(y, 2), ember.tensor(padded), input_lengths, target_lengths).backward()
+    np.testing.assert_allclose(x.grad.numpy().transpose(1, 0, 2), y.grad.numpy(), rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="derivative for aten::_ctc_loss_backward is not implemented"):
+        loss = F.ctc_loss(F.log_softmax(y, 2), ember.tensor(padded), input_lengths, target_lengths)
+        (g,) = ember.autograd.grad(loss, y, create_graph=True)
+        g.sum().backward()
 
 
 @needs_torch
