@@ -26,19 +26,21 @@ constexpr int64_t kCtcSerialCells = 1 << 14;
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// log(exp(a) + exp(b) + exp(c)), -inf when all three are.
+// log(exp(a) + exp(b) + exp(c)), -inf when all three are: the largest term contributes exp(0) = 1,
+// so two exps and a log1p per cell.
 template <typename T>
 inline T log_add3(T a, T b, T c) {
-  const T m = std::max(a, std::max(b, c));
-  if (m == kNegInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m) + std::exp(c - m));
+  if (a < b) std::swap(a, b);
+  if (a < c) std::swap(a, c);
+  if (a == kNegInf<T>) return a;
+  return a + std::log1p(std::exp(b - a) + std::exp(c - a));
 }
 
 template <typename T>
 inline T log_add(T a, T b) {
-  const T m = std::max(a, b);
-  if (m == kNegInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m));
+  if (a < b) std::swap(a, b);
+  if (a == kNegInf<T>) return a;
+  return a + std::log1p(std::exp(b - a));
 }
 
 // The checked arguments: log_probs (T, N, C) and int64 targets, both contiguous, and where each
