@@ -41,6 +41,8 @@ LINEAR_IN = {
     "_upsample_backward": [("grad_output",)], "_threshold_backward": [("grad_output",)],
     "_linalg_solve": [("B",)], "_linalg_cholesky_jvp": [("A_t",)], "_linalg_slogdet_jvp": [("A_t",)],  # lapack (issue 11)
     "_linalg_eigh_jvp": [("A_t",)], "_linalg_qr_jvp": [("A_t",)], "_linalg_svd_jvp": [("A_t",)],
+    "linalg_solve_triangular": [("B",)], "_linalg_solve_triangular_jvp": [("A_t",)],  # op-gaps (issue 12)
+    "_linalg_lu_factor_ex_jvp": [("A_t",)], "_geqrf_backward": [("grad",)],
     "nll_loss_nd": [("self",)], "_nll_loss_backward": [("grad_output",)],  # losses-classification (issue 11)
     "_apply_loss_reduction": _ALONE, "_binary_cross_entropy_backward": [("grad_output",)],
     "_binary_cross_entropy_target_backward": [("grad_output",)],

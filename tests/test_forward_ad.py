@@ -26,6 +26,9 @@ from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import JVP_CHECKED as PADPOOL_JVP_CHECKED
 from test_lapack2 import JVP_CHECKED as LAPACK2_JVP_CHECKED
 from test_tensor_api_gaps import JVP_CHECKED as TENSOR_API_JVP_CHECKED
+from test_lapack_lu import JVP_CHECKED as LU_JVP_CHECKED
+from test_frexp import JVP_CHECKED as FREXP_JVP_CHECKED
+from test_nn_ctc_loss import JVP_CHECKED as CTC_JVP_CHECKED
 
 try:
     import torch
@@ -114,6 +117,7 @@ OWN_CHECKS |= {"_rnn_fused", "_rnn_backward", "_rnn_reference",
 
 
 OWN_CHECKS |= TENSOR_API_JVP_CHECKED  # unfold/as_strided helpers, *_as: tests/test_tensor_api_gaps.py
+OWN_CHECKS |= LU_JVP_CHECKED | FREXP_JVP_CHECKED | CTC_JVP_CHECKED  # op-gaps (issue 12): their own test files
 
 
 def test_every_differentiable_op_has_a_jvp_check():

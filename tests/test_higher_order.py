@@ -22,6 +22,8 @@ from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import HIGHER_ORDER_CASES as PADPOOL_CASES
 from test_rnn_fused import HIGHER_ORDER_CASES as RNN_CASES
 from test_tensor_api_gaps import HIGHER_ORDER_CASES as TENSOR_API_CASES
+from test_lapack_lu import HIGHER_ORDER_CASES as LU_CASES
+from test_frexp import HIGHER_ORDER_CASES as FREXP_CASES
 
 try:
     import torch
@@ -227,6 +229,7 @@ NOT_IN_HARNESS = {
     **LAPACK2_CASES,  # lapack2 (issue 11): pinv, cond, matrix_rank, matrix_power, in tests/test_lapack2.py
     **RNN_CASES,  # rnn (issue 12): the fused layer, its backward, ember-ops rerun and JVP (tests/test_rnn_fused.py)
     **TENSOR_API_CASES,  # *_as methods, unfold/as_strided backward helpers (tests/test_tensor_api_gaps.py)
+    **LU_CASES, **FREXP_CASES,  # op-gaps (issue 12): tests/test_lapack_lu.py, tests/test_frexp.py
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 
@@ -240,7 +243,7 @@ def test_every_differentiable_op_has_a_gradgradcheck():
     missing = wanted - in_harness - set(NOT_IN_HARNESS) - excused
     assert not missing, f"no gradgradcheck for {sorted(missing)}"
     assert not set(NOT_IN_HARNESS) & in_harness, "listed here though the harness covers it"
-    assert len(excused) <= 2
+    assert len(excused) <= 3  # digamma; geqrf and _ctc_loss, whose backward PyTorch does not differentiate
 
 
 def test_no_gradgrad_takes_an_op_out_of_the_gradgrad_cases_and_needs_a_reason(tmp_path):

@@ -372,7 +372,7 @@ def all_benches():
             + scan_benches() + attention_benches() + conv_benches() + blas_benches()
             + norm_benches() + pool_benches() + sort_benches() + unique_benches()
             + regression_loss_benches() + padpool_benches() + lapack_benches() + conv3d_benches()
-            + optim_benches() + rnn_benches() + save_load_benches() + data_benches() + amp_benches())
+            + optim_benches() + rnn_benches() + ctc_benches() + save_load_benches() + data_benches() + amp_benches())
 
 
 def loss_benches():
@@ -863,3 +863,32 @@ def amp_benches():
     return [Bench("amp", f"MLP {sizes} AdamW step, batch {MLP_BATCH}, {label}", "ms", build(use_amp),
                   columns=TORCHLIKE_COLUMNS)
             for use_amp, label in ((False, "float32"), (True, "bf16 autocast + GradScaler"))]
+
+
+# ---------------------------------------------------------------- ctc (issue 12)
+CTC_SHAPE = {"T": 50, "N": 16, "C": 20, "S": 30}
+
+
+def ctc_benches():
+    """Issue 12's ctc_loss, the C++ kernel: forward and backward through log_softmax, mean reduction."""
+    d = CTC_SHAPE
+
+    def build(lib):
+        if lib.is_numpy:
+            return None
+        lib.mod.manual_seed(0)
+        logits = lib.randn(d["T"], d["N"], d["C"])
+        logits.requires_grad_(True)
+        targets = lib.mod.randint(1, d["C"], (d["N"], d["S"]), **lib.device_kwargs())
+        input_lengths = lib.mod.full((d["N"],), d["T"], dtype=lib.mod.int64)
+        target_lengths = lib.mod.randint(10, d["S"] + 1, (d["N"],))
+        functional = lib.mod.nn.functional
+
+        def step():
+            logits.grad = None
+            log_probs = logits.log_softmax(2)
+            functional.ctc_loss(log_probs, targets, input_lengths, target_lengths).backward()
+        return step
+
+    name = f"ctc_loss T={d['T']} N={d['N']} C={d['C']} S={d['S']} fwd+bwd"
+    return [Bench("losses", name, "ms", build, columns=TORCHLIKE_COLUMNS)]

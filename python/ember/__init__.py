@@ -61,6 +61,7 @@ from ._creation import (  # noqa: E402,F401
 )
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
 from ._small_api import compile, square, triu_indices, tril_indices  # noqa: E402,F401
+from ._tuple_out import frexp, geqrf, lu_unpack  # type: ignore[assignment]  # noqa: E402,F401  (their out= tuples)
 from ._type_info import finfo, iinfo  # noqa: E402,F401
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 

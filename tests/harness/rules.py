@@ -8,8 +8,9 @@ The Scalar parameters an op lists in `promote_scalars:` (clamp's min/max) take
 part in promotion as wrapped numbers, as in PyTorch; others (alpha, negative_slope) do not.
 Ops with none of these rules (kernels such as argmax, composites, views) compute in
 the common type of their tensor inputs; their result dtype is inferred from the
-NumPy reference: bool stays bool, an int64 result (indices) stays int64, a floating
-result from integral inputs is float32, and anything else keeps the input dtype.
+NumPy reference: bool stays bool, an int64 result (indices) stays int64, an int32 one
+from floating inputs stays int32 (frexp's exponent), a floating result from integral
+inputs is float32, and anything else keeps the input dtype.
 """
 import numpy as np
 
@@ -84,6 +85,8 @@ def result_dtypes(op, sample, compute, ref_outputs):
             out.append("bool")
         elif kind == np.int64 and compute != "int64":
             out.append("int64")
+        elif kind == np.int32 and is_floating(compute):
+            out.append("int32")
         elif kind.kind == "f" and not is_floating(compute):
             out.append("float32")
         else:

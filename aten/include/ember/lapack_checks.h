@@ -11,7 +11,8 @@ namespace ember {
 void check_lapack_input(const Tensor& A, const char* op, const char* half_kernel, bool square = true);
 
 // What a nonzero LAPACK info means for an op.
-enum class LapackFailure { Singular, NotPositiveDefinite };
+// ZeroPivot: LU's U[i, i] is zero (lu_factor's wording, the factors are still returned).
+enum class LapackFailure { Singular, NotPositiveDefinite, ZeroPivot };
 
 // Raises LinAlgError for the first nonzero entry of `info` (one per matrix): "<op>: (Batch
 // element k): <what>", the batch part only for a batched input.

@@ -1,149 +1,14 @@
 """ember.nn.functional.ctc_loss: the Connectionist Temporal Classification loss, as PyTorch's.
-The forward (log-space alpha recursion) and backward (beta recursion) loop over time with each step
-vectorised over the batch and the extended label positions; the gradient is PyTorch's formula
-exp(lp) - exp(log(alpha * beta) + nll - lp), which is the true gradient once it passes back through
-the log_softmax that produced log_probs."""
+The op _ctc_loss (aten/src/cpu/ctc_loss.cpp) runs the log-space alpha recursion per sample and its
+gradient the beta recursion, PyTorch's exp(lp) - exp(log(alpha * beta) + nll - lp): the true gradient
+once it passes back through the log_softmax that produced log_probs (it checks the arguments too, with
+PyTorch's messages). Here: lengths given as tensors or sequences, unbatched input, zero_infinity and the
+reduction."""
 from .. import _C
-from .._creation import full_like, tensor, zeros_like
+from .._creation import tensor, zeros_like
 from .._tensor import Tensor
-from ..autograd.function import Function, once_differentiable
 
 __all__ = ["ctc_loss"]
-_NEG_INF = float("-inf")
-
-
-def _logsumexp(*terms):
-    """log(sum(exp(t))) of same-shaped tensors, -inf (not nan) where every term is -inf."""
-    return _C.stack(terms).logsumexp(0)
-
-
-def _neg_inf_where_not(mask, like):
-    """0 where `mask`, -inf elsewhere: an additive mask of log-space terms."""
-    return _C.where(mask, zeros_like(like), full_like(like, _NEG_INF))
-
-
-def _extended_labels(targets, target_lengths, blank):
-    """Each sample's labels with a blank before, between and after them, (N, 2 * max_len + 1), padded with blanks;
-    and where a position may be reached by skipping the one before it (a label unlike the label two back)."""
-    n, max_len = len(target_lengths), max(target_lengths, default=0)
-    rows = []
-    offset = 0
-    for b, length in enumerate(target_lengths):
-        if targets.dim() == 1:
-            labels = targets[offset:offset + length].tolist()
-            offset += length
-        else:
-            labels = targets[b, :length].tolist()
-        ext = [blank] * (2 * max_len + 1)
-        ext[1:2 * length:2] = [int(v) for v in labels]
-        rows.append(ext)
-    ext = tensor(rows, dtype=_C.int64).reshape(n, 2 * max_len + 1)
-    two_back = _C.cat([full_like(ext[:, :2], -1), ext[:, :-2]], 1)
-    return ext, (ext != blank) & (ext != two_back)
-
-
-def _check(log_probs, targets, input_lengths, target_lengths, blank):
-    time, batch, classes = log_probs.shape
-    if not 0 <= blank < classes:
-        raise RuntimeError("blank must be in label range")
-    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
-        if len(lengths) != batch:
-            raise RuntimeError(f"{name} must be of size batch_size")
-    where = " for argument #2 'targets' (while checking arguments for ctc_loss_allocate_outputs)"
-    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
-        for v in lengths:
-            if v < 0:
-                raise RuntimeError(f"Expected {name} to have value at least 0, but got value {v} (while checking "
-                                   "arguments for ctc_loss_allocate_outputs)")
-    if targets.dim() == 1:
-        if targets.size(0) != sum(target_lengths):
-            raise RuntimeError(f"Expected tensor to have size {sum(target_lengths)} at dimension 0, but got size "
-                               f"{targets.size(0)}{where}")
-    elif targets.size(1) < max(target_lengths, default=0):
-        raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} at dimension 1, but got "
-                           f"size {targets.size(1)}{where}")
-    for v in input_lengths:
-        if v > time:
-            raise RuntimeError(f"Expected input_lengths to have value at most {time}, but got value {v} (while "
-                               "checking arguments for ctc_loss_allocate_outputs)")
-
-
-class _CTCLoss(Function):
-    @staticmethod
-    def forward(ctx, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
-        ext, can_skip = _extended_labels(targets, target_lengths, blank)
-        time, batch, _ = log_probs.shape
-        positions = ext.size(1)
-        lengths = tensor(input_lengths, dtype=_C.int64)
-        # lp[t, b, s]: the log-probability of sample b's extended label s at time t
-        lp = log_probs.gather(2, ext.unsqueeze(0).expand(time, batch, positions))
-        neg = full_like(lp[0], _NEG_INF)
-        skip_ok = _neg_inf_where_not(can_skip, neg)  # + -inf where s cannot be reached from s - 2
-        pad = neg[:, :2]
-        running = (lengths.unsqueeze(0) > _C.arange(time).unsqueeze(1)).unsqueeze(2)  # (T, N, 1): t < length
-        start = neg.clone()
-        start[:, :2] = lp[0, :, :2]
-        alphas = [start]
-        for t in range(1, time):
-            prev = alphas[-1]
-            padded = _C.cat([pad, prev], 1)  # s - 1 and s - 2 as views of one copy
-            step = _logsumexp(prev, padded[:, 1:-1], padded[:, :-2] + skip_ok) + lp[t]
-            alphas.append(_C.where(running[t], step, prev))  # finished samples keep their last
-        alpha = _C.stack(alphas)
-        last = tensor([2 * length for length in target_lengths], dtype=_C.int64).unsqueeze(1)
-        # position s at s + 1 after a -inf column (the "label before" an empty target)
-        final = _C.cat([full_like(alpha[-1][:, :1], _NEG_INF), alpha[-1]], 1)
-        nll = -_logsumexp(final.gather(1, last + 1), final.gather(1, last)).reshape(batch)
-        # an empty input sequence has probability 1 of an empty target and 0 of any other
-        empty = lengths == 0
-        if bool(empty.any()):
-            nll = _C.where(empty, _C.where(last.reshape(batch) == 0, zeros_like(nll), -zeros_like(nll).log()),
-                           nll)
-        ctx.save_for_backward(log_probs, lp, alpha, nll)
-        ctx.ext, ctx.can_skip, ctx.lengths, ctx.last = ext, can_skip, lengths, last
-        ctx.zero_infinity = zero_infinity
-        if zero_infinity:
-            nll = _C.where(nll == float("inf"), zeros_like(nll), nll)
-        return nll
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_nll):
-        log_probs, lp, alpha, nll = ctx.saved_tensors
-        time, batch, classes = log_probs.shape
-        ext, lengths, last = ctx.ext, ctx.lengths, ctx.last
-        positions = ext.size(1)
-        pos = _C.arange(positions).unsqueeze(0)
-        neg = full_like(lp[0], _NEG_INF)
-        # beta at each sample's last step: its last label or the blank after it
-        end_ok = _neg_inf_where_not((pos == last) | (pos == last - 1), neg)
-        skip_ok = _neg_inf_where_not(ctx.can_skip, neg)
-        skip_from = _C.cat([skip_ok[:, 2:], neg[:, :2]], 1)  # + -inf where s + 2 cannot be reached from s
-        pad = neg[:, :2]
-        steps = _C.arange(time).unsqueeze(1)
-        is_last = (lengths.unsqueeze(0) - 1 == steps).unsqueeze(2)  # (T, N, 1)
-        before_last = (lengths.unsqueeze(0) - 1 > steps).unsqueeze(2)
-        betas = [None] * time
-        beta = neg
-        for t in range(time - 1, -1, -1):
-            padded = _C.cat([beta, pad], 1)  # s + 1 and s + 2 as views of one copy
-            step = _logsumexp(beta, padded[:, 1:-1], padded[:, 2:] + skip_from) + lp[t]
-            beta = _C.where(is_last[t], lp[t] + end_ok, _C.where(before_last[t], step, neg))
-            betas[t] = beta
-        lcab = alpha + _C.stack(betas)  # (T, N, S): log(alpha * beta)
-        top = lcab.amax(2, keepdim=True)
-        top = _C.where(top == _NEG_INF, zeros_like(top), top)
-        summed = zeros_like(log_probs).scatter_add(2, ext.unsqueeze(0).expand(time, batch, positions),
-                                                      _C.exp(lcab - top))
-        log_summed = _C.log(summed) + top
-        grad = (_C.exp(log_probs) - _C.exp(log_summed + nll.reshape(1, batch, 1) - log_probs))
-        grad = grad * grad_nll.reshape(1, batch, 1)
-        active = _C.arange(time).unsqueeze(1) < lengths.unsqueeze(0)  # (T, N)
-        keep = active.unsqueeze(2)
-        if ctx.zero_infinity:
-            keep = keep & (nll != float("inf")).reshape(1, batch, 1)
-        grad = _C.where(keep, grad, zeros_like(grad))
-        return grad, None, None, None, None, None
 
 
 def _lengths(lengths):
@@ -158,11 +23,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     batched = log_probs.dim() == 3
-    if not batched:
-        log_probs, targets = log_probs.unsqueeze(1), targets.unsqueeze(0)
     input_lengths, target_lengths = _lengths(input_lengths), _lengths(target_lengths)
-    _check(log_probs, targets, input_lengths, target_lengths, blank)
-    loss = _CTCLoss.apply(log_probs, targets.to(_C.int64), input_lengths, target_lengths, blank, zero_infinity)
+    if not batched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.dim() == 1 and len(target_lengths) == 1 and targets.size(0) > target_lengths[0] >= 0:
+            targets = targets[:target_lengths[0]]  # a padded target (torch wants exactly the target: a superset)
+    loss, _ = _C._ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+    if zero_infinity:
+        loss = _C.where(loss == float("inf"), zeros_like(loss), loss)
     if reduction == "mean":
         divisor = tensor(target_lengths, dtype=loss.dtype).clamp_min(1)
         return (loss / divisor).mean()
