@@ -208,3 +208,200 @@ def test_chain_matmul_addr_renorm():
     with pytest.raises(RuntimeError, match="renorm: expected maxnorm to be >= 0 but got -1"):
         ember.renorm(t(x), 1, 0, -1)
     gradcheck(lambda a: ember.renorm(a, 2, 1, 1.0), x)
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")  # NumPy's, for the reference's all-NaN row
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile(interpolation):
+    a = arr(4, 7)
+    q = np.array([0.0, 0.25, 0.5, 0.9, 1.0])
+    close(ember.quantile(noncontig(a), t(q), dim=1, interpolation=interpolation),
+          np.quantile(a, q, axis=1, method=interpolation), rtol=1e-12)
+    close(t(a).quantile(0.3, dim=0, keepdim=True, interpolation=interpolation),
+          np.quantile(a, 0.3, axis=0, keepdims=True, method=interpolation), rtol=1e-12)
+    close(ember.quantile(t(a), 0.6, interpolation=interpolation), np.quantile(a, 0.6, method=interpolation),
+          rtol=1e-12)
+    b = a.copy()
+    b[0, 2] = b[2, :] = np.nan
+    close(ember.nanquantile(t(b), t(q), dim=1, interpolation=interpolation),
+          np.nanquantile(b, q, axis=1, method=interpolation), rtol=1e-12)
+    got = ember.quantile(t(b), 0.5, dim=1).numpy()
+    assert np.isnan(got[0]) and np.isnan(got[2]) and not np.isnan(got[1])
+    if interpolation == "linear":
+        gradcheck(lambda x: ember.quantile(x, ember.tensor([0.2, 0.7], dtype=ember.float64), dim=1), a)
+
+
+def test_quantile_errors():
+    x = ember.tensor([1.0, 2.0])
+    for call, message in [(lambda: ember.quantile(ember.tensor([1, 2]), 0.5), "input tensor must be either float"),
+                          (lambda: ember.quantile(x, 1.5), r"q must be in the range \[0, 1\] but got 1.5"),
+                          (lambda: ember.quantile(x, ember.tensor([[0.5]])), "q must be a scalar or 1D tensor"),
+                          (lambda: ember.quantile(ember.tensor([]), 0.5), "input tensor must be non-empty"),
+                          (lambda: ember.quantile(x, ember.tensor(0.5, dtype=ember.float64)), "same dtype"),
+                          (lambda: ember.quantile(x, 0.5, interpolation="cubic"), "but got cubic")]:
+        with pytest.raises(RuntimeError, match=message):
+            call()
+
+
+def _np_window(name, n, periodic, **kw):
+    if n == 1:
+        return np.ones(1)
+    m = n + 1 if periodic else n
+    k = np.arange(m)
+    values = {"hann": lambda: 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)),
+              "hamming": lambda: np.hamming(m), "blackman": lambda: np.blackman(m), "bartlett": lambda: np.bartlett(m),
+              "kaiser": lambda: np.kaiser(m, kw.get("beta", 12.0))}[name]()
+    return values[:n]
+
+
+@pytest.mark.parametrize("name", ["hann", "hamming", "blackman", "bartlett", "kaiser"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows(name, periodic):
+    fn = getattr(ember, f"{name}_window")
+    for n in (1, 2, 5, 16):
+        w = fn(n, periodic, dtype=ember.float64)
+        close(w, _np_window(name, n, periodic), atol=1e-12)
+        assert fn(n, periodic).dtype == ember.float32
+    assert fn(0).shape == (0,)
+    if torch is not None:
+        close(fn(9, periodic), getattr(torch, f"{name}_window")(9, periodic).numpy(), atol=1e-6)
+    with pytest.raises(RuntimeError, match=f"{name}_window expects floating point dtypes"):
+        fn(4, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match=f"{name}_window requires non-negative window_length"):
+        fn(-1)
+    close(ember.kaiser_window(7, False, beta=5.0, dtype=ember.float64), np.kaiser(7, 5.0), atol=1e-12)
+
+
+def test_factories():
+    assert ember.logspace(0, 2, 3, dtype=ember.int64).tolist() == [1, 10, 100]
+    close(ember.logspace(0, 2, 5, base=2), np.logspace(0, 2, 5, base=2), rtol=1e-6)
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        r = ember.range(0, 1, 0.3)
+    close(r, [0.0, 0.3, 0.6, 0.9], rtol=1e-6)
+    assert r.dtype == ember.float32
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent"):
+        ember.range(0, -1)
+    assert ember.scalar_tensor(3).dtype == ember.float32 and ember.scalar_tensor(True).item() == 1.0
+    s = ember.empty_strided((2, 3), (1, 2), dtype=ember.int64)
+    assert s.stride() == (1, 2) and s.dtype == ember.int64 and s._base is None
+    assert ember.empty_permuted((2, 3, 4), (0, 2, 1)).stride() == (12, 1, 3)
+    with pytest.raises(RuntimeError, match="len\\(size\\) = 3 is not equal to len\\(physical_layout\\) = 2"):
+        ember.empty_permuted((2, 3, 4), (0, 2))
+    assert ember.ones(2).new_empty_strided((2, 2), (1, 2)).stride() == (1, 2)
+    buf = bytearray(np.arange(4, dtype=np.int16).tobytes())
+    fb = ember.frombuffer(buf, dtype=ember.int16, count=2, offset=2)
+    assert fb.tolist() == [1, 2]
+    buf[2] = 9  # shares the buffer's memory
+    assert fb[0].item() == 9
+    with pytest.raises(ValueError, match="must be a multiple of element size"):
+        ember.frombuffer(b"abc", dtype=ember.int16)
+    with pytest.raises(ValueError, match="both buffer length \\(0\\) and count \\(-1\\) must not be 0"):
+        ember.frombuffer(bytearray(0), dtype=ember.int16)
+    a = np.arange(3)
+    shared = ember.asarray(a)
+    a[0] = 7
+    assert shared.dtype == ember.int64 and shared[0].item() == 7
+    assert ember.asarray(a, copy=True).data_ptr() != shared.data_ptr()
+    x = ember.ones(2)
+    assert ember.asarray(x) is x or ember.asarray(x).data_ptr() == x.data_ptr()
+    assert ember.asarray(x, dtype=ember.int64).tolist() == [1, 1]
+    assert ember.asarray([1, 2.0]).dtype == ember.float32
+
+
+def test_legacy_linalg():
+    a = arr(4, 3)
+    U, S, V = ember.svd(noncontig(a))
+    assert U.shape == (4, 3) and V.shape == (3, 3)
+    close(U @ ember.diag(S) @ V.t(), a, atol=1e-12)
+    U, S, V = ember.svd(t(a), some=False)
+    assert U.shape == (4, 4) and V.shape == (3, 3)
+    U, S, V = t(a).svd(compute_uv=False)
+    assert U.abs().sum().item() == 0 and V.shape == (3, 3)
+    close(S, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    with pytest.warns(UserWarning, match="torch.qr is deprecated"):
+        Q, R = ember.qr(t(a), some=False)
+    assert Q.shape == (4, 4) and R.shape == (4, 3)
+    close(Q @ R, a, atol=1e-12)
+    spd = a.T @ a + 3 * np.eye(3)
+    L = np.linalg.cholesky(spd)
+    B = arr(3, 2)
+    close(ember.cholesky_solve(noncontig(B), t(L)), np.linalg.solve(spd, B), rtol=1e-10)
+    close(ember.cholesky_solve(t(B), t(L.T.copy()), upper=True), np.linalg.solve(spd, B), rtol=1e-10)
+    close(ember.cholesky_inverse(t(L)), np.linalg.inv(spd), rtol=1e-10)
+    with pytest.warns(UserWarning, match="triangular_solve is deprecated"):
+        sol, coef = ember.triangular_solve(t(B), t(spd), upper=False)
+    close(sol, np.linalg.solve(np.tril(spd), B), rtol=1e-10)
+    close(coef, spd)
+    with pytest.warns(UserWarning):
+        sol = ember.triangular_solve(t(B), t(spd), upper=True, transpose=True, unitriangular=True).solution
+    unit = np.triu(spd, 1) + np.eye(3)
+    close(sol, np.linalg.solve(unit.T, B), rtol=1e-10)
+    gradcheck(lambda b, l: ember.cholesky_solve(b, l), B, L)
+    m = arr(3, 3)
+    import scipy.linalg
+    close(ember.matrix_exp(noncontig(m)), scipy.linalg.expm(m), rtol=1e-12)
+    close(t(m * 10).matrix_exp(), scipy.linalg.expm(m * 10), rtol=1e-10)
+    close(ember.matrix_exp(t(np.stack([m, -m]))), np.stack([scipy.linalg.expm(m), scipy.linalg.expm(-m)]), rtol=1e-12)
+    gradcheck(ember.matrix_exp, m)
+    for name in ("solve", "lstsq", "eig", "symeig"):
+        with pytest.raises(RuntimeError, match="This function was deprecated since version 1.9 and is now removed"):
+            getattr(ember, name)(t(spd), t(B))
+
+
+def test_runtime_flags_and_printoptions():
+    assert not ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        assert ember.are_deterministic_algorithms_enabled() and ember.is_deterministic_algorithms_warn_only_enabled()
+        assert ember.get_deterministic_debug_mode() == 1
+        ember.set_deterministic_debug_mode("error")
+        assert ember.get_deterministic_debug_mode() == 2
+        with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+            ember.set_deterministic_debug_mode("x")
+        with pytest.raises(TypeError, match="must be bool, not int"):
+            ember.use_deterministic_algorithms(1)
+    finally:
+        ember.use_deterministic_algorithms(False)
+    assert ember.get_num_interop_threads() >= 1
+    with pytest.raises(RuntimeError, match="expects a positive integer"):
+        ember.set_num_interop_threads(0)
+    assert ember.set_flush_denormal(False) is False
+    s = ember.seed()
+    assert ember.initial_seed() == s
+    assert ember.can_cast(ember.int64, ember.uint8) and not ember.can_cast(ember.float32, ember.int64)
+    assert ember.can_cast(ember.bool, ember.float16) and not ember.can_cast(ember.int32, ember.bool)
+    try:
+        ember.set_printoptions(profile="short")
+        assert repr(ember.tensor([1.23456])) == "tensor([1.23])"
+        ember.set_printoptions(precision=6)
+        assert repr(ember.tensor([1.23456])) == "tensor([1.234560])"
+        ember.set_printoptions(sci_mode=True)
+        assert repr(ember.tensor([1.5])) == "tensor([1.500000e+00])"
+    finally:
+        ember.set_printoptions(profile="default")
+    assert repr(ember.tensor([1.5])) == "tensor([1.5000])"
+
+
+@needs_torch
+def test_against_torch():
+    a = arr(3, 5)
+    pairs = [(lambda m, x: m.cov(x, correction=0), [a]), (lambda m, x: m.corrcoef(x), [a]),
+             (lambda m, x: m.quantile(x, 0.3, dim=1, interpolation="nearest"), [a]),
+             (lambda m, x, y: m.inner(x, y), [a, arr(4, 5)]), (lambda m, x: m.vander(x[0], 3), [a]),
+             (lambda m, x: m.trapezoid(x, dx=0.3, dim=0), [a]), (lambda m, x: m.cumulative_trapezoid(x), [a]),
+             (lambda m, x: m.renorm(x, 1, 1, 0.5), [a]), (lambda m, x: m.diagflat(x, -1), [a]),
+             (lambda m, x, y: m.addr(x, y[0], y[1], beta=2), [a[:, :3].copy(), arr(2, 3)]),
+             (lambda m, x: m.matrix_exp(x[:, :3]), [a])]
+    for fn, arrays in pairs:
+        mine = fn(ember, *[ember.tensor(x) for x in arrays])
+        ref = fn(torch, *[torch.tensor(x) for x in arrays])
+        np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=1e-10, atol=1e-12)
+    for w in ("hann", "hamming", "blackman", "bartlett", "kaiser"):
+        np.testing.assert_allclose(getattr(ember, f"{w}_window")(10, dtype=ember.float64).numpy(),
+                                   getattr(torch, f"{w}_window")(10, dtype=torch.float64).numpy(), atol=1e-12)
+    e = ember.tensor(a, requires_grad=True)
+    r = torch.tensor(a, requires_grad=True)
+    weights = arr(3, 5)  # the full derivative, through the norm, as torch's renorm_backward
+    (ember.renorm(e, 2, 0, 1.0) * ember.tensor(weights)).sum().backward()
+    (torch.renorm(r, 2, 0, 1.0) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), r.grad.numpy(), rtol=1e-9, atol=1e-12)

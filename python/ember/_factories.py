@@ -62,7 +62,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         except TypeError:  # a dtype ember lacks: copied below
             pass
     if isinstance(source, _C.TensorBase):
-        shared = source.to(dtype=dtype or source.dtype, device=device or source.device)
+        shared = source.to(device or source.device, dtype or source.dtype)
         if shared.data_ptr() != source.data_ptr() or copy:
             if copy is False:
                 raise ValueError("can't alias tensor with the given dtype and device (copy=False)")
@@ -109,7 +109,7 @@ def _from_float64(values, dtype, device, requires_grad, out=None):
     dtype = dtype or _C.get_default_dtype()
     if not dtype.is_floating_point:
         values = np.trunc(values)
-    result = from_numpy(values).to(dtype=dtype, device=device)
+    result = tensor(values, dtype=dtype, device=device)
     if out is not None:
         return out.resize_(result.shape).copy_(result) if hasattr(out, "resize_") else out.copy_(result)
     return _finish(result, requires_grad)
