@@ -79,11 +79,33 @@ class TensorApi:
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def dim_order(self, *, ambiguity_check: Any = False) -> tuple:
-        """The dims from outermost to innermost in memory (largest stride first; ties keep dim order)."""
+        """The dims from outermost to innermost in memory, as torch orders them: by stride, size-1 and
+        stride-0 dims left where they are (an insertion sort whose ambiguous comparisons do not swap)."""
         if not isinstance(ambiguity_check, (_bool, list)):
             raise ValueError("ambiguity_check should be a bool or a list of memory formats")
-        strides = self.stride()
-        return tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
+        ndim = self.dim()
+        if ndim <= 1 or self.is_contiguous():
+            return tuple(range(ndim))
+        shape, strides = self.shape, self.stride()
+
+        def should_swap(a: int, b: int) -> int:
+            if strides[a] == 0 or strides[b] == 0:
+                return 0
+            if strides[a] != strides[b]:
+                return -1 if strides[a] < strides[b] else 1
+            return 1 if shape[a] > shape[b] else 0
+
+        perm = list(reversed(range(ndim)))  # innermost first
+        for i in range(1, ndim):
+            j = i
+            for k in reversed(range(i)):
+                order = should_swap(perm[k], perm[j])
+                if order > 0:
+                    perm[k], perm[j] = perm[j], perm[k]
+                    j = k
+                elif order < 0:
+                    break
+        return tuple(reversed(perm))
 
     def new(self, *args: Any, device: Any = None) -> Any:
         """The legacy constructor: new() is empty, new(2, 3) uninitialized, new(data) a copy of data,
