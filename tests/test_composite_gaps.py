@@ -170,7 +170,8 @@ def test_unravel_index_and_isin():
     assert [c.item() for c in ember.unravel_index(ember.tensor(-16), (3, 5))] == [2, 4]
     e, pool = RNG.integers(0, 10, (4, 5)), RNG.integers(0, 10, 6)
     assert ember.isin(ember.tensor(e).t(), ember.tensor(pool)).tolist() == np.isin(e.T, pool).tolist()
-    assert ember.isin(ember.tensor(e), ember.tensor(pool), invert=True).tolist() == np.isin(e, pool, invert=True).tolist()
+    inverted = ember.isin(ember.tensor(e), ember.tensor(pool), invert=True)
+    assert inverted.tolist() == np.isin(e, pool, invert=True).tolist()
     assert ember.isin(ember.tensor([1, 2, 3]), 2).tolist() == [False, True, False]
     assert ember.isin(3, ember.tensor([1, 2, 3])).item() is True
     assert ember.isin(ember.tensor([1.0, float("nan")]), ember.tensor([1, 2])).tolist() == [True, False]
@@ -405,3 +406,61 @@ def test_against_torch():
     (ember.renorm(e, 2, 0, 1.0) * ember.tensor(weights)).sum().backward()
     (torch.renorm(r, 2, 0, 1.0) * torch.tensor(weights)).sum().backward()
     np.testing.assert_allclose(e.grad.numpy(), r.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_orgqr_ormqr():
+    a = arr(5, 3)
+    h, tau = np.linalg.qr(a, mode="raw")  # LAPACK's geqrf output (h transposed)
+    q_reduced = np.linalg.qr(a)[0]
+    geqrf_a = ember.tensor(h.T.copy())
+    q = ember.orgqr(geqrf_a, ember.tensor(tau))
+    np.testing.assert_allclose(np.abs(q.numpy()), np.abs(q_reduced), atol=1e-12)  # same Q up to column signs
+    np.testing.assert_allclose(q.numpy().T @ q.numpy(), np.eye(3), atol=1e-12)
+    c = arr(5, 2)
+    full_q = ember.ormqr(geqrf_a, ember.tensor(tau), ember.eye(5, dtype=ember.float64)).numpy()
+    np.testing.assert_allclose(full_q[:, :3], q.numpy(), atol=1e-12)
+    np.testing.assert_allclose(ember.ormqr(geqrf_a, ember.tensor(tau), ember.tensor(c), transpose=True).numpy(),
+                               full_q.T @ c, atol=1e-12)
+    np.testing.assert_allclose(ember.ormqr(geqrf_a, ember.tensor(tau), ember.tensor(c.T.copy()), left=False).numpy(),
+                               c.T @ full_q, atol=1e-12)
+    gradcheck(lambda x, t: ember.orgqr(x, t), h.T.copy(), tau)
+    if torch is not None:
+        ta, ttau = torch.geqrf(torch.tensor(a))
+        np.testing.assert_allclose(ember.orgqr(ember.tensor(ta.numpy()), ember.tensor(ttau.numpy())).numpy(),
+                                   torch.orgqr(ta, ttau).numpy(), atol=1e-12)
+
+
+def test_aliases_and_copy_forms():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = ember.tensor(a)
+    np.testing.assert_array_equal(ember.concat([x, x], 1).numpy(), np.concatenate([a, a], 1))
+    np.testing.assert_array_equal(ember.concatenate([x, x], axis=2).numpy(), np.concatenate([a, a], 2))
+    np.testing.assert_array_equal(ember.row_stack([x[0], x[1]]).numpy(), np.vstack([a[0], a[1]]))
+    np.testing.assert_array_equal(x.moveaxis(0, -1).numpy(), np.moveaxis(a, 0, -1))
+    np.testing.assert_array_equal(ember.adjoint(x).numpy(), np.swapaxes(a, -1, -2))
+    with pytest.raises(RuntimeError, match="only supported on matrices or batches of matrices. Got 1-D tensor."):
+        ember.ones(3).adjoint()
+    parts = x.split_with_sizes([1, 3], 2)
+    assert [p.shape for p in parts] == [(2, 3, 1), (2, 3, 3)]
+    assert [p.shape for p in ember.unsafe_chunk(x, 3, 1)] == [(2, 1, 4)] * 3
+    assert len(ember.unsafe_split(x, 2, 2)) == 2 and len(x.unsafe_split_with_sizes([2, 1], 1)) == 2
+    assert not ember.detach(ember.ones(2, requires_grad=True)).requires_grad
+    copies = {"t_copy": (x[0], ()), "transpose_copy": (x, (0, 2)), "permute_copy": (x, ([2, 0, 1],)),
+              "diagonal_copy": (x, (0, 1, 2)), "view_copy": (x, ((4, 6),)), "expand_copy": (x[:1], ((3, 3, 4),)),
+              "select_copy": (x, (1, 2)), "narrow_copy": (x, (2, 1, 2)), "unsqueeze_copy": (x, (1,)),
+              "squeeze_copy": (x[:1], ()), "as_strided_copy": (x, ((2, 2), (1, 4))), "alias_copy": (x, ()),
+              "slice_copy": (x, (2, 0, 4, 2)), "unfold_copy": (x, (2, 2, 1))}
+    for name, (source, args) in copies.items():
+        got = getattr(ember, name)(source, *args)
+        view = {"t_copy": lambda s: s.t(), "transpose_copy": lambda s: s.transpose(0, 2),
+                "permute_copy": lambda s: s.permute(2, 0, 1), "diagonal_copy": lambda s: s.diagonal(0, 1, 2),
+                "view_copy": lambda s: s.view(4, 6), "expand_copy": lambda s: s.expand(3, 3, 4),
+                "select_copy": lambda s: s.select(1, 2), "narrow_copy": lambda s: s.narrow(2, 1, 2),
+                "unsqueeze_copy": lambda s: s.unsqueeze(1), "squeeze_copy": lambda s: s.squeeze(),
+                "as_strided_copy": lambda s: s.as_strided((2, 2), (1, 4)), "alias_copy": lambda s: s,
+                "slice_copy": lambda s: s[:, :, 0:4:2], "unfold_copy": lambda s: s.unfold(2, 2, 1)}[name](source)
+        assert got.is_contiguous() and got.data_ptr() != source.data_ptr(), name
+        np.testing.assert_array_equal(got.numpy(), view.numpy())
+    assert [p.is_contiguous() for p in ember.unbind_copy(x, 2)] == [True] * 4
+    np.testing.assert_array_equal(x.narrow_copy(1, 1, 2).numpy(), a[:, 1:3])
+    gradcheck(lambda s: ember.t_copy(s), arr(2, 3))

@@ -42,6 +42,13 @@ def test_layout_and_flags():
         x.pin_memory()
 
 
+def test_python_api_does_not_shadow_tensorbase():
+    # TensorApi comes first in Tensor's bases: a name TensorBase gains (a new generated op) must leave it.
+    from ember._tensor_api import TensorApi
+    own = {n for n in vars(TensorApi) if not n.startswith("__")}
+    assert own & set(dir(ember._C.TensorBase)) == set()
+
+
 def test_predicates():
     assert ember.ones(2).is_signed() and ember.ones(2, dtype=ember.int8).is_signed()
     assert not ember.ones(2, dtype=ember.uint8).is_signed() and not ember.is_signed(ember.ones(2, dtype=ember.bool))
@@ -51,6 +58,8 @@ def test_predicates():
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is ambiguous"):
         ember.tensor([]).is_nonzero()
     assert ember.ones(2, 3).is_same_size(ember.zeros(2, 3)) and not ember.is_same_size(ember.ones(2), ember.ones(3))
+    x = ember.ones(2, 3)
+    assert x.is_set_to(x) and x.is_set_to(x.view(2, 3)) and not x.is_set_to(x.t()) and not x.is_set_to(x.clone())
     with pytest.raises(TypeError, match="must be Tensor"):
         ember.is_nonzero(1)
 
@@ -97,7 +106,8 @@ def test_typed_storage():
     with pytest.raises(IndexError, match="index 7 out of range for storage of size 6"):
         s[7]
     assert repr(s).endswith("[ember.storage.TypedStorage(dtype=ember.float32, device=cpu) of size 6]")
-    assert x.storage_type() is ember.FloatStorage and ember.ones(1, dtype=ember.int64).storage_type() is ember.LongStorage
+    assert x.storage_type() is ember.FloatStorage
+    assert ember.ones(1, dtype=ember.int64).storage_type() is ember.LongStorage
     assert ember.LongStorage([1, 2]).tolist() == [1, 2] and ember.FloatStorage(3).tolist() == [0.0] * 3
     assert s.type() == "ember.FloatStorage"
 
@@ -185,7 +195,8 @@ def test_scatter_functions():
     a = arr(3, 4)
     x = ember.tensor(a)
     for got, view in [(ember.select_scatter(x, ember.zeros(4, dtype=ember.float64), 0, 1), (1, slice(None))),
-                      (x.slice_scatter(ember.zeros(3, 2, dtype=ember.float64), 1, 0, 4, 2), (slice(None), slice(0, 4, 2))),
+                      (x.slice_scatter(ember.zeros(3, 2, dtype=ember.float64), 1, 0, 4, 2),
+                       (slice(None), slice(0, 4, 2))),
                       (ember.diagonal_scatter(x, ember.zeros(3, dtype=ember.float64), 1), None)]:
         exp = a.copy()
         if view is None:
@@ -226,4 +237,100 @@ def test_against_torch():
     np.testing.assert_array_equal(x.fill_diagonal_(3, wrap=True).numpy(), ref.fill_diagonal_(3, wrap=True).numpy())
     for dtype in ("uint8", "int8", "bool", "float16", "int64"):
         assert getattr(ember, dtype) is not None
-        assert ember.ones(1, dtype=getattr(ember, dtype)).is_signed() == torch.ones(1, dtype=getattr(torch, dtype)).is_signed()
+        mine = ember.ones(1, dtype=getattr(ember, dtype)).is_signed()
+        assert mine == torch.ones(1, dtype=getattr(torch, dtype)).is_signed()
+
+
+@pytest.mark.parametrize("case", [
+    ("squeeze_", (), "squeeze", (2, 1, 3, 1)), ("squeeze_", (1,), "squeeze", (2, 1, 3, 1)),
+    ("squeeze_", ((1, 3),), "squeeze", (2, 1, 3, 1)), ("unsqueeze_", (-1,), "unsqueeze", (2, 3)),
+    ("transpose_", (0, 2), "transpose", (2, 3, 4)), ("swapaxes_", (0, 1), "transpose", (2, 3)),
+    ("swapdims_", (-1, 0), "transpose", (2, 3, 4)), ("as_strided_", ((2, 2), (1, 2), 1), "as_strided", (2, 3)),
+])
+def test_inplace_view_ops(case):
+    name, args, reference, shape = case
+    a = arr(*shape)
+    for base in (ember.tensor(a), ember.tensor(np.ascontiguousarray(a.T)).permute(*reversed(range(len(shape))))):
+        x = base.clone() if name == "as_strided_" else base
+        expected = getattr(x, reference)(*args)
+        want = (tuple(expected.shape), expected.stride(), expected.storage_offset(), expected.numpy().copy())
+        version = x._version
+        assert getattr(x, name)(*args) is x
+        assert (tuple(x.shape), x.stride(), x.storage_offset()) == want[:3]
+        np.testing.assert_array_equal(x.numpy(), want[3])
+        assert x._version > version
+    # autograd: the gradient of the out-of-place view op, through the history before the change
+    leaf = ember.tensor(a, requires_grad=True)
+    y = leaf * 2
+    getattr(y, name)(*args)
+    weights = ember.tensor(arr(*y.shape))
+    (y * weights).sum().backward()
+    ref_leaf = ember.tensor(a, requires_grad=True)
+    (getattr(ref_leaf * 2, reference)(*args) * weights).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), ref_leaf.grad.numpy())
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        getattr(ember.tensor(a, requires_grad=True), name)(*args)
+    if torch is not None:
+        t = torch.tensor(a)
+        e = ember.tensor(a)
+        getattr(t, name)(*args)
+        getattr(e, name)(*args)
+        assert tuple(e.shape) == tuple(t.shape) and e.stride() == t.stride()
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_inplace_view_ops_errors_and_views():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.ones(2, 3).unsqueeze_(5)
+    assert ember.ones(2, 1).squeeze_(0).shape == (2, 1)
+    assert ember.ones(2, 3).expand(2, 2, 3).transpose_(0, 1).stride() == (3, 0, 1)
+    base = ember.tensor(arr(2, 3), requires_grad=True)
+    v = base * 1
+    view = v[0]
+    view.unsqueeze_(0)  # a view stays a view of its base
+    assert view.shape == (1, 3) and view._base is not None
+    view.mul_(3)
+    v.sum().backward()
+    np.testing.assert_array_equal(base.grad.numpy(), [[3, 3, 3], [1, 1, 1]])
+
+
+def test_resize_and_set():
+    x = ember.arange(6.0)
+    storage = x.untyped_storage()
+    assert x.resize_(2, 3) is x and x.shape == (2, 3) and x.stride() == (3, 1)
+    assert x.tolist() == [[0, 1, 2], [3, 4, 5]]
+    x.resize_(2)
+    assert x.tolist() == [0.0, 1.0] and x.untyped_storage() is storage
+    y = ember.arange(4.0)
+    y.resize_(3, 3)  # grows the storage, keeping the values in front
+    assert y.untyped_storage().nbytes() == 36 and y.reshape(-1)[:4].tolist() == [0, 1, 2, 3]
+    t = ember.ones(2, 3).t()
+    assert t.resize_(3, 2).stride() == (1, 3) and t.resize_(2, 3).stride() == (3, 1)  # same sizes keep strides
+    r = ember.zeros(1).resize_as_(ember.ones(4, 5))
+    assert r.shape == (4, 5)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        ember.ones(2, requires_grad=True).resize_(3)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ember.ones(2).resize_(-1)
+    src = ember.arange(4.0)
+    s = ember.ones(2)
+    assert s.set_(src) is s and s.data_ptr() == src.data_ptr() and s.tolist() == [0, 1, 2, 3]
+    s.set_(src.untyped_storage(), 1, (2,), (2,))
+    assert s.tolist() == [1.0, 3.0] and s.storage_offset() == 1
+    assert ember.ones(2).set_(src.untyped_storage()).shape == (4,)
+    assert ember.ones(2).set_().shape == (0,)
+    src[1] = 9  # shared memory
+    assert s[0].item() == 9
+    with pytest.raises(RuntimeError, match="Could not set tensor of type"):
+        ember.ones(2).set_(ember.zeros(2, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="out of bounds for storage of size 16"):
+        ember.ones(2).set_(src.untyped_storage(), 2, (3,))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        ember.ones(2, requires_grad=True).set_(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        typed = src.storage()
+    assert ember.ones(1).set_(typed, 0, (2,)).tolist() == [0.0, 9.0]
+    out = ember.empty(0)
+    ember.logspace(0, 1, 2, out=out)
+    assert out.tolist() == [1.0, 10.0]

@@ -84,7 +84,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                          f"({length} bytes) minus 1")
     if count < 0:
         if (length - offset) % item:
-            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a multiple "
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a "
+                             "multiple "
                              f"of element size ({item})")
         count = (length - offset) // item
     elif offset + count * item > length:
@@ -111,7 +112,7 @@ def _from_float64(values, dtype, device, requires_grad, out=None):
         values = np.trunc(values)
     result = tensor(values, dtype=dtype, device=device)
     if out is not None:
-        return out.resize_(result.shape).copy_(result) if hasattr(out, "resize_") else out.copy_(result)
+        return out.resize_(result.shape).copy_(result)
     return _finish(result, requires_grad)
 
 
@@ -159,7 +160,8 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n, N: 0.42 - 0.5 * np.cos(2 * math.pi * n / (N - 1)) + 0.08 * np.cos(4 * math.pi * n / (N - 1)))
+                   lambda n, N: 0.42 - 0.5 * np.cos(2 * math.pi * n / (N - 1))
+                   + 0.08 * np.cos(4 * math.pi * n / (N - 1)))
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):

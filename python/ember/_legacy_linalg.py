@@ -1,5 +1,5 @@
 """torch's pre-linalg functions, over ember.linalg: svd (V, not Vh), qr (some=), triangular_solve,
-cholesky_solve, cholesky_inverse, matrix_exp; and the ones PyTorch removed (solve, lstsq, eig,
+cholesky_solve, cholesky_inverse, matrix_exp, orgqr/ormqr; and the ones PyTorch removed (solve, lstsq, eig,
 symeig), which raise its RuntimeError pointing at the replacement."""
 import collections
 import warnings
@@ -122,6 +122,40 @@ def matrix_exp(A):
     for _ in range(squarings):
         result = _C.matmul(result, result)
     return result
+
+
+def _householder_q(input, tau, columns):
+    """H_1 ... H_k (H_i = I - tau_i v_i v_i^T, v_i the i-th column of input below the diagonal, 1 on it),
+    its first `columns` columns; batched over the leading dims."""
+    m = input.shape[-2]
+    q = _C.eye(m, dtype=input.dtype, device=input.device).expand(input.shape[:-2] + (m, m))
+    rows = _C.arange(m, device=input.device)
+    for i in range(tau.shape[-1]):
+        below = (rows > i).to(input.dtype)
+        v = input[..., :, i] * below + (rows == i).to(input.dtype)
+        qv = _C.matmul(q, v.unsqueeze(-1))
+        q = q - tau[..., i, None, None] * _C.matmul(qv, v.unsqueeze(-2))
+    return q[..., :columns]
+
+
+def orgqr(input, tau):
+    """The first n columns of Q from geqrf's Householder form (input, tau), as linalg.householder_product."""
+    if input.dim() < 2 or input.shape[-2] < input.shape[-1]:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if tau.shape[-1] > input.shape[-1]:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    return _householder_q(input, tau, input.shape[-1])
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """other multiplied by Q (Q^T with transpose) from geqrf's (input, tau): on the left or the right."""
+    q = _householder_q(input, tau, input.shape[-2])
+    if transpose:
+        q = q.transpose(-2, -1)
+    result = _C.matmul(q, other) if left else _C.matmul(other, q)
+    return result if out is None else out.copy_(result)
 
 
 _REMOVED = {

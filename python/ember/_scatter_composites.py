@@ -15,7 +15,7 @@ _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
 _warned_index_reduce = False
 
 
-def _index_reduce_source_index(input, dim, index, source):
+def _index_reduce_source_index(dim, index, source):
     """index spread over source's shape along dim: what scatter_reduce reads."""
     if index.dim() > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
@@ -41,7 +41,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=2)
     if reduce not in _INDEX_REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
-    spread = _index_reduce_source_index(input, dim, index, source)
+    spread = _index_reduce_source_index(dim, index, source)
     return input.scatter_reduce(dim, spread, source, reduce, include_self=include_self)
 
 
@@ -50,7 +50,7 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     return self.copy_(index_reduce(self, dim, index, source, reduce, include_self=include_self))
 
 
-def _scatter_into_view(input, src, view_of, what):
+def _scatter_into_view(input, src, view_of):
     out = input.clone()
     view = view_of(out)
     if tuple(view.shape) != tuple(src.shape):
@@ -62,19 +62,19 @@ def _scatter_into_view(input, src, view_of, what):
 
 def select_scatter(input, src, dim, index):
     """A copy of input with src written into input.select(dim, index)."""
-    return _scatter_into_view(input, src, lambda t: t.select(dim, index), "select")
+    return _scatter_into_view(input, src, lambda t: t.select(dim, index))
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of input with src written into input's slice start:end:step along dim."""
-    return _scatter_into_view(input, src, lambda t: _C.slice(t, dim, start, end, step), "slice")
+    return _scatter_into_view(input, src, lambda t: _C.slice(t, dim, start, end, step))
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with src written into input.diagonal(offset, dim1, dim2)."""
-    return _scatter_into_view(input, src, lambda t: t.diagonal(offset, dim1, dim2), "diagonal")
+    return _scatter_into_view(input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of input (same layout) with src written into its as_strided(size, stride, storage_offset) view."""
-    return _scatter_into_view(input, src, lambda t: t.as_strided(size, stride, storage_offset), "as_strided")
+    return _scatter_into_view(input, src, lambda t: t.as_strided(size, stride, storage_offset))

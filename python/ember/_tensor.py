@@ -35,7 +35,7 @@ class _ArrayView:
         }
 
 
-class Tensor(_C.TensorBase, TensorApi):
+class Tensor(TensorApi, _C.TensorBase):
     """A multi-dimensional array of one dtype on one device, recording autograd history.
 
     Subclasses work as in PyTorch (`class MyTensor(ember.Tensor)`), made with

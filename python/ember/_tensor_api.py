@@ -4,7 +4,7 @@ fill_diagonal_, apply_/map_/map2_, dim_order and pin_memory. ember.Tensor inheri
 from __future__ import annotations
 
 from builtins import bool as _bool
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _C, _layout
 from ._creation import tensor as _tensor
@@ -18,8 +18,12 @@ def _flag(value: _bool) -> property:
     return property(lambda self: value)
 
 
-class TensorApi:
-    """Mixin of ember.Tensor (a Python base beside _C.TensorBase)."""
+# For mypy the mixin is a TensorBase (its methods use the tensor's); at run time a plain base of ember.Tensor.
+_Base = _C.TensorBase if TYPE_CHECKING else object
+
+
+class TensorApi(_Base):  # type: ignore[valid-type,misc]
+    """Mixin of ember.Tensor, before _C.TensorBase in its bases (nothing here shadows TensorBase's own names)."""
 
     __slots__ = ()
 
@@ -44,6 +48,11 @@ class TensorApi:
 
     def is_same_size(self, other: Any) -> _bool:
         return tuple(self.shape) == tuple(other.shape)
+
+    def is_set_to(self, tensor: Any) -> _bool:
+        """Whether both tensors view the same storage with the same offset, sizes and strides."""
+        return (self.untyped_storage() is tensor.untyped_storage() and self.storage_offset() == tensor.storage_offset()
+                and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
 
     def is_inference(self) -> _bool:
         """ember has no inference tensors (inference_mode works as no_grad): always False."""
@@ -199,17 +208,21 @@ def _in_place(fn: Callable, name: str) -> Callable:
 def _attach_function_methods() -> None:
     """The Tensor methods of the Python composites: x.cov() is ember.cov(x), x.renorm_(...) writes
     renorm's result into x (recorded by autograd as a copy_)."""
-    from . import _composites, _legacy_linalg, _quantile, _scatter_composites, _typed_storage
-    modules = (_composites, _quantile, _scatter_composites, _legacy_linalg)
+    from . import _aliases, _composites, _legacy_linalg, _quantile, _scatter_composites, _tensor_view_ops, _typed_storage
+    modules = (_composites, _quantile, _scatter_composites, _legacy_linalg, _aliases)
     names = ("inner", "vdot", "diagflat", "dsplit", "hsplit", "vsplit", "cov", "corrcoef", "quantile", "nanquantile",
              "ravel", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
              "as_strided_scatter", "renorm", "addr", "matrix_exp", "cholesky_solve", "cholesky_inverse",
-             "triangular_solve", "svd", "qr", "solve", "lstsq", "eig", "symeig")
+             "triangular_solve", "svd", "qr", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig", "moveaxis", "adjoint",
+             "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes")
+    setattr(TensorApi, "narrow_copy", _method(_aliases.COPY_FUNCTIONS["narrow_copy"], "narrow_copy"))
     for name in names:
         fn = next(getattr(m, name) for m in modules if hasattr(m, name))
         setattr(TensorApi, name, _method(fn, name))
     for name in ("renorm_", "addr_"):
         setattr(TensorApi, name, _in_place(getattr(_composites, name[:-1]), name))
-    TensorApi.index_reduce_ = _scatter_composites.index_reduce_
-    TensorApi.storage = _typed_storage.tensor_storage
-    TensorApi.storage_type = _typed_storage.storage_type
+    setattr(TensorApi, "index_reduce_", _scatter_composites.index_reduce_)
+    setattr(TensorApi, "storage", _typed_storage.tensor_storage)
+    setattr(TensorApi, "storage_type", _typed_storage.storage_type)
+    for name, fn in _tensor_view_ops.METHODS.items():
+        setattr(TensorApi, name, fn)
