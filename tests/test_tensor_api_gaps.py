@@ -43,10 +43,13 @@ def test_layout_and_flags():
 
 
 def test_python_api_does_not_shadow_tensorbase():
-    # TensorApi comes first in Tensor's bases: a name TensorBase gains (a new generated op) must leave it.
+    # TensorApi's members are set on ember.Tensor: a name TensorBase gains (a new generated op) must leave them.
     from ember._tensor_api import TensorApi
     own = {n for n in vars(TensorApi) if not n.startswith("__")}
     assert own & set(dir(ember._C.TensorBase)) == set()
+    assert all(getattr(ember.Tensor, n) is getattr(TensorApi, n) for n in own if not isinstance(vars(TensorApi)[n],
+                                                                                                  property))
+    assert ember.Tensor.__mro__ == (ember.Tensor, ember._C.TensorBase, object)
 
 
 def test_predicates():

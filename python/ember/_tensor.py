@@ -12,7 +12,6 @@ from typing import Any, Callable, Iterator, Optional, Sequence, SupportsIndex, U
 import numpy as np
 
 from . import _C, _comparison, _legacy, _utils, functional as _functional
-from ._tensor_api import TensorApi
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
 from .utils import dlpack as _dlpack
@@ -35,7 +34,7 @@ class _ArrayView:
         }
 
 
-class Tensor(TensorApi, _C.TensorBase):
+class Tensor(_C.TensorBase):
     """A multi-dimensional array of one dtype on one device, recording autograd history.
 
     Subclasses work as in PyTorch (`class MyTensor(ember.Tensor)`), made with

@@ -1,6 +1,7 @@
 """Tensor methods and attributes PyTorch has beyond the ops: the layout and device flags, the
 predicates (is_signed, is_nonzero, ...), conj/resolve_* of real tensors, the legacy `new`,
-fill_diagonal_, apply_/map_/map2_, dim_order and pin_memory. ember.Tensor inherits them."""
+fill_diagonal_, apply_/map_/map2_, dim_order and pin_memory, and the methods of the Python
+composites. `install` copies them into ember.Tensor (whose bases stay torch's: TensorBase, object)."""
 from __future__ import annotations
 
 from builtins import bool as _bool
@@ -19,13 +20,14 @@ def _flag(value: _bool) -> property:
 
 
 # For mypy the mixin is a TensorBase (its methods use the tensor's); at run time a plain base of ember.Tensor.
-_Base = _C.TensorBase if TYPE_CHECKING else object
+if TYPE_CHECKING:
+    from ._C import TensorBase as _Base
+else:
+    _Base = object
 
 
-class TensorApi(_Base):  # type: ignore[valid-type,misc]
-    """Mixin of ember.Tensor, before _C.TensorBase in its bases (nothing here shadows TensorBase's own names)."""
-
-    __slots__ = ()
+class TensorApi(_Base):
+    """The definitions install() copies into ember.Tensor (nothing here shadows TensorBase's own names)."""
 
     layout = property(lambda self: _layout.strided, doc="The memory layout: always ember.strided.")
     is_cpu = property(lambda self: self.device.type == "cpu", doc="Is True if the Tensor is stored on the CPU.")
@@ -131,7 +133,7 @@ class TensorApi(_Base):  # type: ignore[valid-type,misc]
             storage = args[0]
             return _C._tensor_from_storage(storage, 0, (storage.nbytes() // self.element_size(),), (1,), self.dtype)
         if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
-            return self.new_tensor(args[0], device=device)
+            return _tensor(args[0], dtype=self.dtype, device=device)
         size = tuple(args[0]) if len(args) == 1 and _is_size(args[0]) else (args or (0,))
         return _C.empty(size, dtype=self.dtype, device=device)
 
@@ -206,8 +208,8 @@ def _in_place(fn: Callable, name: str) -> Callable:
 
 
 def _attach_function_methods() -> None:
-    """The Tensor methods of the Python composites: x.cov() is ember.cov(x), x.renorm_(...) writes
-    renorm's result into x (recorded by autograd as a copy_)."""
+    """The methods of the Python composites: x.cov() is ember.cov(x), x.renorm_(...) writes renorm's
+    result into x (recorded by autograd as a copy_); then every TensorApi member goes into ember.Tensor."""
     from . import _aliases, _composites, _legacy_linalg, _quantile, _scatter_composites, _tensor_view_ops, _typed_storage
     modules = (_composites, _quantile, _scatter_composites, _legacy_linalg, _aliases)
     names = ("inner", "vdot", "diagflat", "dsplit", "hsplit", "vsplit", "cov", "corrcoef", "quantile", "nanquantile",
@@ -221,8 +223,13 @@ def _attach_function_methods() -> None:
         setattr(TensorApi, name, _method(fn, name))
     for name in ("renorm_", "addr_"):
         setattr(TensorApi, name, _in_place(getattr(_composites, name[:-1]), name))
-    setattr(TensorApi, "index_reduce_", _scatter_composites.index_reduce_)
-    setattr(TensorApi, "storage", _typed_storage.tensor_storage)
-    setattr(TensorApi, "storage_type", _typed_storage.storage_type)
+    for name, fn in (("index_reduce_", _scatter_composites.index_reduce_), ("storage", _typed_storage.tensor_storage),
+                     ("storage_type", _typed_storage.storage_type)):
+        setattr(TensorApi, name, _method(fn, name))
     for name, fn in _tensor_view_ops.METHODS.items():
         setattr(TensorApi, name, fn)
+    from ._tensor import Tensor
+    for name, member in vars(TensorApi).items():
+        if not name.startswith("__"):
+            assert name not in vars(Tensor), name  # Tensor's own Python methods win; none should collide
+            setattr(Tensor, name, member)
