@@ -337,3 +337,16 @@ def test_resize_and_set():
     out = ember.empty(0)
     ember.logspace(0, 1, 2, out=out)
     assert out.tolist() == [1.0, 10.0]
+
+
+def test_inplace_view_ops_forward_ad():
+    import ember.autograd.forward_ad as fwAD
+    tangent = np.arange(6.0).reshape(2, 1, 3)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(ember.ones(2, 1, 3, dtype=ember.float64), ember.tensor(tangent))
+        y = x * 1
+        y.squeeze_(1)
+        np.testing.assert_array_equal(fwAD.unpack_dual(y).tangent.numpy(), tangent.squeeze(1))
+        z = x * 1
+        z.transpose_(0, 2)
+        np.testing.assert_array_equal(fwAD.unpack_dual(z).tangent.numpy(), np.swapaxes(tangent, 0, 2))
