@@ -63,6 +63,42 @@ from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no o
 from ._small_api import compile, square, triu_indices, tril_indices  # noqa: E402,F401
 from ._tuple_out import frexp, geqrf, lu_unpack  # type: ignore[assignment]  # noqa: E402,F401  (their out= tuples)
 from ._type_info import finfo, iinfo  # noqa: E402,F401
+from ._layout import layout, strided  # noqa: E402,F401
+from ._factories import (  # noqa: E402,F401
+    empty_strided, empty_permuted, scalar_tensor, asarray, frombuffer, logspace, range, hann_window, hamming_window,
+    blackman_window, bartlett_window, kaiser_window,
+)
+from ._composites import (  # noqa: E402,F401
+    inner, vdot, hsplit, vsplit, dsplit, column_stack, diagflat, block_diag, broadcast_shapes, cov, corrcoef,
+    trapezoid, trapz, cumulative_trapezoid, vander, unravel_index, isin, chain_matmul, ravel, addr, renorm,
+)
+from ._scatter_composites import (  # noqa: E402,F401
+    index_put, index_reduce, select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter,
+)
+from ._quantile import quantile, nanquantile  # noqa: E402,F401
+from ._aliases import (  # noqa: E402,F401
+    concat, concatenate, row_stack, moveaxis, adjoint, detach, split_with_sizes, unsafe_chunk, unsafe_split,
+    unsafe_split_with_sizes, COPY_FUNCTIONS as _COPY_FUNCTIONS,
+)
+from ._legacy_linalg import (  # noqa: E402,F401
+    svd, qr, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, orgqr, ormqr, solve, lstsq, eig, symeig,
+)
+from ._runtime_flags import (  # noqa: E402,F401
+    use_deterministic_algorithms, are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads, set_num_interop_threads,
+    set_flush_denormal, seed, can_cast, set_printoptions,
+)
+from ._typed_storage import TypedStorage, is_storage, LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402,F401
+from ._tensor_predicates import (  # noqa: E402,F401
+    is_nonzero, is_same_size, is_signed, is_conj, is_neg, is_inference, is_complex, conj, conj_physical,
+    conj_physical_, resolve_conj, resolve_neg,
+)
+from ._tensor_api import _attach_function_methods  # noqa: E402
+
+_attach_function_methods()
+del _attach_function_methods
+globals().update(_LEGACY_STORAGES)  # ember.FloatStorage, ember.LongStorage, ...
+globals().update(_COPY_FUNCTIONS)  # ember.view_copy, ember.t_copy, ...
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
@@ -170,4 +206,19 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique", "from_dlpack", "save", "load",
     "square", "finfo", "iinfo", "triu_indices", "tril_indices", "compile",
-] + list(_LEGACY_TYPES) + _AUTOCAST_NAMES
+    # api-gaps: Python composites and factories (see the modules imported above)
+    "layout", "strided", "empty_strided", "empty_permuted", "scalar_tensor", "asarray", "frombuffer", "logspace",
+    "range", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+    "inner", "vdot", "hsplit", "vsplit", "dsplit", "column_stack", "diagflat", "block_diag", "broadcast_shapes", "cov",
+    "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "vander", "unravel_index", "isin", "chain_matmul",
+    "ravel", "addr", "renorm", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
+    "as_strided_scatter", "quantile", "nanquantile", "svd", "qr", "triangular_solve", "cholesky_solve",
+    "cholesky_inverse", "matrix_exp", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig",
+    "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode", "get_deterministic_debug_mode", "get_num_interop_threads",
+    "set_num_interop_threads", "set_flush_denormal", "seed", "can_cast", "set_printoptions", "TypedStorage",
+    "is_storage", "is_nonzero", "is_same_size", "is_signed", "is_conj", "is_neg", "is_inference", "is_complex",
+    "conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "concat", "concatenate", "row_stack",
+    "moveaxis", "adjoint", "detach", "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+] + list(_LEGACY_TYPES) + list(_LEGACY_STORAGES) + list(_COPY_FUNCTIONS) + _AUTOCAST_NAMES

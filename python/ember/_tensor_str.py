@@ -9,6 +9,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # set_printoptions(sci_mode=): True/False overrides the choice below
 
 
 class _Formatter:
@@ -31,7 +32,7 @@ class _Formatter:
         mags = [abs(v) for v in finite]
         mx, mn = max(mags), min(mags)
         self.int_mode = all(v == math.ceil(v) for v in finite)
-        self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+        self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4 if SCI_MODE is None else SCI_MODE
         if self.sci_mode:
             self.width = max(len(f"{v:.{PRECISION}e}") for v in finite)
         elif self.int_mode:

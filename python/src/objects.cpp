@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "python_support.h"
+#include "ember/autograd.h"
 #include "ember/cuda/api.h"
 
 namespace ember::python {
@@ -334,6 +335,27 @@ PyObject* storage_set_data(PyObject*, PyObject* args) {
   EMBER_PY_END
 }
 
+// _C._storage_resize_(storage, nbytes): the storage grows (or shrinks) in place, keeping its first bytes, so
+// every tensor over it sees the new memory (Tensor.resize_ past the end of its storage, as PyTorch's).
+PyObject* storage_resize(PyObject*, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject* storage_obj;
+  long long nbytes;
+  if (!PyArg_ParseTuple(args, "OL", &storage_obj, &nbytes)) return nullptr;
+  StorageImpl& self = *as_storage(storage_obj)->storage;
+  EMBER_CHECK(nbytes >= 0, Runtime, "_storage_resize_: negative size ", nbytes);
+  EMBER_CHECK(self.device.is_cpu(), NotImplemented, "resize_: growing a storage is implemented on the CPU only, not on ",
+              self.device.str());
+  Ref<StorageImpl> fresh = new_storage((size_t)nbytes, self.device);
+  const size_t kept = std::min(self.nbytes, (size_t)nbytes);
+  if (kept) std::memcpy(fresh->data.ptr, self.data.ptr, kept);
+  std::swap(self.data, fresh->data);  // `fresh` frees the old memory
+  std::swap(self.nbytes, fresh->nbytes);
+  self.bump_version();
+  Py_RETURN_NONE;
+  EMBER_PY_END
+}
+
 // _C._storage_bytes(storage): a uint8 tensor over every byte of the storage (shared).
 PyObject* storage_bytes(PyObject*, PyObject* storage) {
   EMBER_PY_BEGIN
@@ -347,9 +369,10 @@ PyObject* storage_bytes(PyObject*, PyObject* storage) {
 // damaged pickle raises instead of reading out of bounds.
 PyObject* tensor_from_storage(PyObject*, PyObject* args) {
   EMBER_PY_BEGIN
-  PyObject *storage, *size_obj, *stride_obj, *dtype;
+  PyObject *storage, *size_obj, *stride_obj, *dtype, *into = Py_None;
   long long offset;
-  if (!PyArg_ParseTuple(args, "OLOOO!", &storage, &offset, &size_obj, &stride_obj, DTypeType, &dtype)) return nullptr;
+  if (!PyArg_ParseTuple(args, "OLOOO!|O", &storage, &offset, &size_obj, &stride_obj, DTypeType, &dtype, &into))
+    return nullptr;
   const Ref<StorageImpl>& s = as_storage(storage)->storage;
   const ScalarType type = arg_dtype(dtype);
   auto dims = [](PyObject* o, const char* what) {
@@ -387,6 +410,22 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args) {
               ", strides ", shape_str(stride), ", storage offset ", offset, ", and itemsize ", itemsize(type),
               " requiring a storage size of ", overflow ? std::string("more than 2**63") : std::to_string(needed),
               " are out of bounds for storage of size ", s->nbytes);
+  if (into != Py_None) {  // Tensor.set_: `into` now views this storage (a new version, as any in-place op)
+    EMBER_CHECK(is_tensor(into), Type, "set_: expected a Tensor, got ", Py_TYPE(into)->tp_name);
+    const Tensor& t = tensor_of(into);
+    EMBER_CHECK(t.dtype() == type, Runtime, "Expected a Storage of type ", dtype_name(t.dtype()),
+                " or an UntypedStorage, but got type ", dtype_name(type), " for argument 1 'storage'");
+    autograd::check_inplace(t, "set_");
+    TensorImpl& impl = *t.impl();
+    impl.storage = s;
+    impl.sizes = size;
+    impl.strides = stride;
+    impl.offset = (int64_t)offset;
+    impl.refresh_geometry();
+    t.bump_version();
+    Py_INCREF(into);
+    return into;
+  }
   return wrap(Tensor(Ref<TensorImpl>::make(s, size, stride, (int64_t)offset, type)));
   EMBER_PY_END
 }
@@ -397,8 +436,9 @@ PyMethodDef storage_functions[] = {
     {"_storage_set_data_", storage_set_data, METH_VARARGS,
      "Moves a storage's bytes into another's memory of the same size, in place (swapping the memories)."},
     {"_storage_bytes", storage_bytes, METH_O, "A uint8 tensor over every byte of the storage."},
+    {"_storage_resize_", storage_resize, METH_VARARGS, "Grows or shrinks a CPU storage in place, keeping its bytes."},
     {"_tensor_from_storage", tensor_from_storage, METH_VARARGS,
-     "A tensor over (storage, offset, size, stride, dtype)."},
+     "A tensor over (storage, offset, size, stride, dtype), or with a 6th argument that tensor set to it."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

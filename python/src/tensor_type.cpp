@@ -407,6 +407,8 @@ namespace ember {
 // Transposes a tensor of <= 2 dims in place (PyTorch's t_): a new version; with autograd, node TBackward1.
 // Defined in aten/src/composite/views.cpp, declared only here (its one caller) to keep tensor.h unchanged.
 const Tensor& t_(const Tensor& self);
+// The in-place view ops' core (views.cpp): self takes view's geometry and history.
+const Tensor& adopt_view_(const Tensor& self, const Tensor& view, const char* op);
 }  // namespace ember
 namespace ember::python {
 namespace {
@@ -414,6 +416,18 @@ namespace {
 PyObject* m_t_(PyObject* self, PyObject*) {
   EMBER_PY_BEGIN
   ember::t_(SELF);
+  Py_INCREF(self);
+  return self;
+  EMBER_PY_END
+}
+// x._adopt_view_(view, op): ember/_tensor_view_ops.py's squeeze_, transpose_, ... (see adopt_view_).
+PyObject* m_adopt_view_(PyObject* self, PyObject* args) {
+  EMBER_PY_BEGIN
+  PyObject* view;
+  const char* op;
+  if (!PyArg_ParseTuple(args, "Os", &view, &op)) return nullptr;
+  EMBER_CHECK(is_tensor(view), Type, "_adopt_view_: expected a Tensor, got ", Py_TYPE(view)->tp_name);
+  ember::adopt_view_(SELF, tensor_of(view), op);
   Py_INCREF(self);
   return self;
   EMBER_PY_END
@@ -477,6 +491,7 @@ PyMethodDef hand_written_methods[] = {
     {"detach", m_detach, METH_NOARGS, "A tensor sharing storage, cut from the graph."},
     {"detach_", m_detach_, METH_NOARGS, "Cuts this tensor from the graph."},
     {"t_", m_t_, METH_NOARGS, "Transposes this tensor of <= 2 dimensions in place."},
+    {"_adopt_view_", m_adopt_view_, METH_VARARGS, "Takes the geometry and history of a view of itself, in place."},
     {"_is_view", m_is_view, METH_NOARGS, "Whether this tensor is a view of another (see _base)."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keeps .grad of a non-leaf tensor."},
     {"_make_subclass", make_subclass, METH_VARARGS | METH_STATIC, "A `cls` object sharing `data`'s memory, a new leaf."},

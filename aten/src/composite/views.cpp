@@ -176,6 +176,31 @@ const Tensor& t_(const Tensor& self) {
   return self;
 }
 
+// squeeze_, unsqueeze_, transpose_, swapaxes_, as_strided_ (written in Python over this): self takes the
+// geometry of `view`, made from self by the out-of-place view op, and the view's history (its node's edge is
+// self's history before the change), so backward runs that op's derivative, as PyTorch's in-place view ops.
+const Tensor& adopt_view_(const Tensor& self, const Tensor& view, const char* op) {
+  EMBER_CHECK(view.impl()->storage.get() == self.impl()->storage.get(), Runtime, op,
+              ": the new geometry must come from a view of the tensor itself");
+  autograd::check_inplace(self, op);
+  AutogradMeta* view_meta = view.impl()->autograd.get();
+  std::shared_ptr<Node> node = view_meta ? view_meta->grad_fn : nullptr;
+  if (node) autograd::check_view_inplace(self, op);
+  TensorImpl& impl = *self.impl();
+  impl.sizes = view.sizes();
+  impl.strides = view.strides();
+  impl.offset = view.offset();
+  impl.refresh_geometry();
+  self.bump_version();  // what was saved of self is stale
+  AutogradMeta* meta = impl.autograd.get();
+  if (node) {
+    if (meta->view_base) autograd::set_history(self, node);
+    else autograd::rebase_history(self, node, op);
+  }
+  if (meta && meta->fw_grad.defined() && view_meta) meta->fw_grad = view_meta->fw_grad;  // the tangent, viewed alike
+  return self;
+}
+
 }  // namespace ember
 
 namespace ember::native {
