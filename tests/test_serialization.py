@@ -387,7 +387,7 @@ def test_zip64_fields_past_the_limit(monkeypatch, tmp_path):
 
 def test_big_endian_file_is_swapped(tmp_path):
     from ember._zip_records import ZipRecordWriter
-    from ember.serialization import _pickler_class
+    from ember._serialization_save import _pickler_class
     values = np.array([1.5, -2.0, 3.25], dtype=">f4")  # as a big-endian machine writes them
     storages, pkl = {}, io.BytesIO()
     _pickler_class(pickle)(pkl, 2, storages).dump({"x": ember.zeros(3)})

@@ -23,31 +23,9 @@ _NP_TO_EMBER = {
 EMBER_TO_NP = {v: k for k, v in _NP_TO_EMBER.items()}
 
 
-def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """A tensor sharing memory with `ndarray`."""
-    if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    if not ndarray.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte order. "
-                         "Conversion between byte orders is currently not supported.")
-    dt = _NP_TO_EMBER.get(ndarray.dtype)
-    if dt is None:
-        raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
-                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
-    item = ndarray.itemsize
-    if any(s < 0 for s in ndarray.strides):
-        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
-                         "strides are not currently supported. (You can probably work around this by making a "
-                         "copy of your array  with array.copy().) ")
-    if any(s % item for s in ndarray.strides):
-        raise ValueError("given numpy array strides not a multiple of the element byte size. "
-                         "Copy the numpy array to reallocate the memory.")
-    strides = [s // item for s in ndarray.strides]
-    extent = 1 if ndarray.size else 0
-    for n, s in zip(ndarray.shape, strides):
-        extent += (n - 1) * s if n else 0
-    ptr = ndarray.__array_interface__["data"][0]
-    return _C._from_buffer(ptr, list(ndarray.shape), strides, dt, ndarray, extent * item)
+# A tensor sharing memory with a NumPy array (kept alive by it), in C++ for the DataLoader's
+# per-item cost; its checks, messages and the read-only warning are torch's.
+from_numpy = _C.from_numpy
 
 
 def _leaf_dtype(x):

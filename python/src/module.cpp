@@ -8,6 +8,7 @@
 
 #include "ember/autograd.h"
 #include "ember/blas.h"
+#include "ember/cat_threshold.h"
 #include "ember/cuda/api.h"
 #include "ember/forward_ad.h"
 #include "ember/parallel.h"
@@ -51,6 +52,7 @@ namespace ember::python {
 std::vector<OpFunction>* create_tensor_type();
 void set_tensor_class(PyTypeObject* cls);
 void create_object_types(PyObject* module);
+void add_from_numpy(PyObject* module);
 void bind_caching_allocator_testing(py::module_& m);
 void bind_cuda(py::module_& m);
 void bind_trace(py::module_& m);
@@ -69,20 +71,6 @@ PyObject* get_grad_fn(PyObject* self, void*) {
 }  // namespace ember::python
 
 namespace {
-
-void release_numpy_owner(void* ctx, void*) {
-  py::gil_scoped_acquire gil;
-  Py_DECREF(reinterpret_cast<PyObject*>(ctx));
-}
-
-// A tensor over memory owned by a Python object (a NumPy array): shares it.
-Tensor from_buffer(uintptr_t ptr, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                   ScalarType dtype, py::object owner, size_t nbytes) {
-  PyObject* o = owner.release().ptr();
-  DataPtr data{reinterpret_cast<void*>(ptr), o, &release_numpy_owner};
-  auto storage = Ref<StorageImpl>::make(data, nbytes, Device());
-  return Tensor(Ref<TensorImpl>::make(std::move(storage), DimVector(shape), DimVector(strides), 0, dtype));
-}
 
 // Each generated op function goes on _C under its op name (for ember's own use) and
 // into the table of its ember namespace under its public name: _C._VariableFunctions
@@ -131,6 +119,7 @@ PYBIND11_MODULE(_C, m) {
   register_cpu_kernels();
   cuda::init();
   python::create_object_types(m.ptr());
+  python::add_from_numpy(m.ptr());
   std::vector<python::OpFunction>* functions = python::create_tensor_type();
   if (!python::TensorType) throw py::error_already_set();
   m.add_object("TensorBase", py::reinterpret_borrow<py::object>((PyObject*)python::TensorType));
@@ -196,7 +185,6 @@ PYBIND11_MODULE(_C, m) {
     for (PyTypeObject* t : python::return_types()) out.append(py::handle(reinterpret_cast<PyObject*>(t)));
     return out;
   }, "The named tuple types ops return (ember.return_types).");
-  m.def("_from_buffer", &from_buffer);
   m.def("_blas_corename", &blas_corename);
   m.def("_cpu_cache_stats", []() {
     auto s = cpu_cache_stats();
@@ -224,6 +212,7 @@ PYBIND11_MODULE(_C, m) {
     d["sort_insertion_max"] = t::kSortInsertionMax;
     d["topk_split_line"] = t::kTopkSplitLine;
     d["topk_small_k"] = t::kTopkSmallK;
+    d["cat_parallel_work"] = t::kCatParallelWork;
     d["rnn_gate_grain"] = ember::rnn::kRnnGateGrain;
     return d;
   });

@@ -268,19 +268,52 @@ PyMethodDef storage_methods[] = {
 PyGetSetDef storage_getsets[] = {{"device", storage_device, nullptr, nullptr, nullptr},
                                  {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
+// A zero-copy storage's buffer and the storage it lies under (kept current by _storage_set_data_),
+// registered by data pointer: _C._storage_over_buffer finds a live storage again from its address
+// (ember.multiprocessing's cache of received shared storages).
+struct BufferOwner {
+  Py_buffer view;
+  StorageImpl* storage = nullptr;
+};
+std::unordered_map<void*, BufferOwner*>& buffer_owners() {
+  static auto* owners = new std::unordered_map<void*, BufferOwner*>();  // never destroyed: used at exit
+  return *owners;
+}
+
 // Runs when a zero-copy storage dies, on any thread: releases the Py_buffer (and
 // so its exporter, e.g. an mmap) under the GIL. At interpreter exit it leaks instead.
-void release_buffer(void* ctx, void*) {
-  auto* view = static_cast<Py_buffer*>(ctx);
+void release_buffer(void* ctx, void* ptr) {
+  auto* owner = static_cast<BufferOwner*>(ctx);
 #if PY_VERSION_HEX >= 0x030D0000
   if (Py_IsFinalizing()) return;
 #else
   if (_Py_IsFinalizing()) return;
 #endif
   PyGILState_STATE gil = PyGILState_Ensure();
-  PyBuffer_Release(view);
+  auto it = buffer_owners().find(ptr);
+  if (it != buffer_owners().end() && it->second == owner) buffer_owners().erase(it);
+  PyBuffer_Release(&owner->view);
   PyGILState_Release(gil);
-  delete view;
+  delete owner;
+}
+
+// _C._storage_over_buffer(data_ptr): the live zero-copy storage whose memory starts at data_ptr, or None
+// (never one already dying: its count is raised only from above 0).
+PyObject* storage_over_buffer(PyObject*, PyObject* address) {
+  EMBER_PY_BEGIN
+  void* ptr = PyLong_AsVoidPtr(address);
+  if (!ptr && PyErr_Occurred()) return nullptr;
+  auto it = buffer_owners().find(ptr);
+  if (it == buffer_owners().end()) Py_RETURN_NONE;
+  StorageImpl* s = it->second->storage;
+  int32_t count = s->refcount_.load(std::memory_order_acquire);
+  do {
+    if (count == 0) Py_RETURN_NONE;
+  } while (!s->refcount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+  Ref<StorageImpl> storage(s);
+  s->refcount_.fetch_sub(1, std::memory_order_relaxed);  // `storage` holds the count raised above
+  return storage_object(storage);
+  EMBER_PY_END
 }
 
 // _C._storage_from_buffer(buffer, copy=True): a new CPU storage holding a copy of
@@ -294,14 +327,16 @@ PyObject* storage_from_buffer(PyObject*, PyObject* args, PyObject* kwargs) {
   int copy = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", const_cast<char**>(kw), &buffer, &copy)) return nullptr;
   if (!copy) {
-    auto view = std::make_unique<Py_buffer>();
-    if (PyObject_GetBuffer(buffer, view.get(), PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+    auto owner = std::make_unique<BufferOwner>();
+    Py_buffer* view = &owner->view;
+    if (PyObject_GetBuffer(buffer, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
       PyErr_Clear();  // read-only (exporters raise different classes): shared all the same, or the real error
-      if (PyObject_GetBuffer(buffer, view.get(), PyBUF_C_CONTIGUOUS) < 0) return nullptr;
+      if (PyObject_GetBuffer(buffer, view, PyBUF_C_CONTIGUOUS) < 0) return nullptr;
     }
-    DataPtr data{view->buf, view.get(), release_buffer};
+    DataPtr data{view->buf, owner.get(), release_buffer};
     Ref<StorageImpl> storage = Ref<StorageImpl>::make(data, (size_t)view->len, Device());
-    view.release();  // the storage owns it now
+    owner->storage = storage.get();
+    buffer_owners()[view->buf] = owner.release();  // the storage owns it now
     return storage_object(storage);
   }
   Py_buffer view;
@@ -330,6 +365,8 @@ PyObject* storage_set_data(PyObject*, PyObject* args) {
   if (&self != &other) {
     if (self.nbytes) std::memmove(other.data.ptr, self.data.ptr, self.nbytes);
     std::swap(self.data, other.data);
+    for (StorageImpl* s : {&self, &other})  // a zero-copy memory's owner follows it to its new storage
+      if (s->data.deleter == release_buffer) static_cast<BufferOwner*>(s->data.ctx)->storage = s;
   }
   Py_RETURN_NONE;
   EMBER_PY_END
@@ -437,6 +474,8 @@ PyMethodDef storage_functions[] = {
      "Moves a storage's bytes into another's memory of the same size, in place (swapping the memories)."},
     {"_storage_bytes", storage_bytes, METH_O, "A uint8 tensor over every byte of the storage."},
     {"_storage_resize_", storage_resize, METH_VARARGS, "Grows or shrinks a CPU storage in place, keeping its bytes."},
+    {"_storage_over_buffer", storage_over_buffer, METH_O,
+     "The live storage made by _storage_from_buffer(copy=False) whose memory starts at the address, or None."},
     {"_tensor_from_storage", tensor_from_storage, METH_VARARGS,
      "A tensor over (storage, offset, size, stride, dtype), or with a 6th argument that tensor set to it."},
     {nullptr, nullptr, 0, nullptr}};

@@ -3,11 +3,16 @@
 // clone, cat and stack, which write into a fresh tensor, record their own node
 // (named as PyTorch names it) so the result joins the graph.
 #include "fresh_copy.h"
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "ember/autograd.h"
 #include "ember/autograd_helpers.h"
+#include "ember/cat_threshold.h"
+#include "ember/forward_ad.h"
 #include "ember/ops/cat.h"
 #include "ember/ops/chunk.h"
 #include "ember/ops/clone.h"
@@ -29,6 +34,7 @@
 #include "ember/ops/view.h"
 #include "ember/ops/view_as.h"
 #include "ember/ops/zeros.h"
+#include "ember/parallel.h"
 #include "ember/tensor.h"
 
 namespace ember::native {
@@ -102,6 +108,65 @@ namespace {
 // A legacy empty tensor (1-D, size 0) is skipped by cat whatever the other shapes.
 bool cat_should_skip(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
 
+// The dtype (promoted) and device (all the same) of cat's and stack's result.
+std::pair<ScalarType, Device> cat_result_type(const TensorList& tensors) {
+  ScalarType dtype = tensors[0].dtype();
+  Device device = tensors[0].device();
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    dtype = promote_types(dtype, tensors[i].dtype());
+    EMBER_CHECK(tensors[i].device() == device, Runtime,
+                "Expected all tensors to be on the same device, but found at least two devices, ", device.str(),
+                " and ", tensors[i].device().str(), "! (when checking argument for argument tensors in method cat)");
+  }
+  return {dtype, device};
+}
+
+// Copies cat's inputs (stack's, each one index along d, when `stacked`) into their blocks of the fresh,
+// contiguous `result`. Contiguous CPU inputs of the result's dtype go as one pass of memcpys over
+// (outer index, input) blocks, with no view objects (the DataLoader's collate stacks many small
+// tensors); the others through copy_ into a view of the result.
+void copy_blocks(const Tensor& result, const TensorList& tensors, int64_t d, bool stacked) {
+  const DimVector& out = result.sizes();
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= out[k];
+  for (int64_t k = d + 1; k < (int64_t)out.size(); ++k) inner *= out[k];
+  if (outer == 0 || inner == 0) return;
+  const size_t item = itemsize(result.dtype());
+  const int64_t row = out[d] * inner;  // elements of the result per outer index
+  // memcpy carries no forward-AD tangent: with any tangent alive, every input goes through copy_.
+  const bool direct = result.device().is_cpu() && !forward_ad::maybe_active();
+  struct Block { const char* src; int64_t offset, elements; };
+  std::vector<Block> blocks;
+  blocks.reserve(tensors.size());
+  int64_t offset = 0;  // along d
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!stacked && cat_should_skip(t)) continue;
+    const int64_t len = stacked ? 1 : t.sizes()[d];
+    if (len > 0) {
+      if (direct && t.dtype() == result.dtype() && t.is_contiguous()) {
+        blocks.push_back({static_cast<const char*>(t.data_ptr()), offset * inner, len * inner});
+      } else {
+        Tensor view = stacked ? ember::select(result, d, offset) : ember::slice(result, d, offset, offset + len, 1);
+        ember::copy_(view, t);
+      }
+    }
+    offset += len;
+  }
+  if (blocks.empty()) return;
+  char* dst = static_cast<char*>(result.data_ptr());
+  const int64_t units = outer * (int64_t)blocks.size();
+  auto copy_units = [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t o = u / (int64_t)blocks.size();
+      const Block& b = blocks[(size_t)(u % (int64_t)blocks.size())];
+      std::memcpy(dst + (o * row + b.offset) * item, b.src + o * b.elements * item, (size_t)(b.elements * item));
+    }
+  };
+  if (result.numel() < thresholds::kCatParallelWork) copy_units(0, units);
+  else parallel_for(units, 1, copy_units);
+}
+
 // The gradient of stack: each input gets its slice of the output's gradient.
 struct StackBackward final : Node {
   int64_t dim = 0;
@@ -150,14 +215,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   size_t ref = tensors.size();
   for (size_t i = 0; i < tensors.size(); ++i)
     if (!cat_should_skip(tensors[i])) { ref = i; break; }
-  ScalarType dtype = tensors[0].dtype();
-  Device device = tensors[0].device();
-  for (size_t i = 1; i < tensors.size(); ++i) {
-    dtype = promote_types(dtype, tensors[i].dtype());
-    EMBER_CHECK(tensors[i].device() == device, Runtime,
-                "Expected all tensors to be on the same device, but found at least two devices, ", device.str(),
-                " and ", tensors[i].device().str(), "! (when checking argument for argument tensors in method cat)");
-  }
+  const auto [dtype, device] = cat_result_type(tensors);
   if (ref == tensors.size()) {
     // Every input is a legacy empty tensor.
     return empty_tensor(DimVector{0}, dtype, device);
@@ -199,13 +257,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   }
   {
     NoGradGuard guard;
-    int64_t offset = 0;
-    for (const Tensor& t : tensors) {
-      if (cat_should_skip(t)) continue;
-      int64_t len = t.sizes()[d];
-      if (len > 0) ember::copy_(ember::slice(result, d, offset, offset + len, 1), t);
-      offset += len;
-    }
+    copy_blocks(result, tensors, d, /*stacked=*/false);
   }
   result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
   if (node) autograd::set_history(result, node);
@@ -220,16 +272,16 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
                 "stack expects each tensor to be equal size, but got ", tensors[0].sizes(), " at entry 0 and ",
                 tensors[i].sizes(), " at entry ", i);
   }
-  const bool track = autograd::any_requires_grad(tensors);
-  Tensor result;
+  const auto [dtype, device] = cat_result_type(tensors);
+  DimVector shape = tensors[0].sizes();
+  shape.insert((size_t)d, (int64_t)tensors.size());
+  Tensor result = empty_tensor(shape, dtype, device);
   {
     NoGradGuard guard;
-    TensorList parts;
-    parts.reserve(tensors.size());
-    for (const Tensor& t : tensors) parts.push_back(ember::unsqueeze(t, d));
-    result = ember::cat(parts, d);
+    copy_blocks(result, tensors, d, /*stacked=*/true);
   }
-  if (track) {
+  result.storage()->version.store(0, std::memory_order_relaxed);  // a new tensor: version 0
+  if (autograd::any_requires_grad(tensors)) {
     auto node = std::make_shared<StackBackward>();
     node->dim = d;
     for (const Tensor& t : tensors) node->add_input(t);

@@ -6,7 +6,9 @@ seen by the other. Pickle's memo sees every view of one storage as one object,
 so views sent together arrive as views of one shared storage.
 """
 import multiprocessing
+import os
 import sys
+from multiprocessing import util
 from multiprocessing.reduction import ForkingPickler
 
 from .. import _C, _utils
@@ -48,12 +50,69 @@ def reduce_tensor(tensor):
     return (rebuild_tensor, (type(tensor), tensor.untyped_storage(), metadata, grad))
 
 
+# Storages this process sent or received, by segment (an fd's (st_dev, st_ino), a file's name), as torch's
+# shared_cache: a storage received again (or coming back) is the one already mapped, so tensors that shared
+# a storage in the sender share it here too. Values are segments; a dead one's entry is dropped when seen.
+_storage_cache: dict = {}
+_cache_sweep_at = 128
+
+
+def _fd_key(fd):
+    st = os.fstat(fd)
+    return ("fd", st.st_dev, st.st_ino)
+
+
+def _cached_storage(key):
+    segment = _storage_cache.get(key)
+    if segment is None:
+        return None
+    storage = _C._storage_over_buffer(segment.ptr) if segment.mapping() is not None else None
+    if storage is None or _shared_memory.segment_of(storage) is not segment:
+        del _storage_cache[key]
+        return None
+    return storage
+
+
+def _cache_storage(key, storage):
+    global _cache_sweep_at
+    _storage_cache[key] = _shared_memory.segment_of(storage)
+    if len(_storage_cache) >= _cache_sweep_at:  # drop the entries of storages that died since
+        for k in [k for k, segment in _storage_cache.items() if segment is None or segment.mapping() is None]:
+            del _storage_cache[k]
+        _cache_sweep_at = max(128, 2 * len(_storage_cache))
+
+
+def _clear_cache(_=None):
+    _storage_cache.clear()  # a forked child holds none of its parent's segments (see _shared_memory)
+
+
+util.register_after_fork(_clear_cache, _clear_cache)
+
+
 def rebuild_storage_fd(cls, df, size):
-    return _shared_memory.open_fd_storage(df.detach(), size)
+    fd = df.detach()
+    try:
+        key = _fd_key(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    storage = _cached_storage(key)
+    if storage is not None:
+        os.close(fd)  # already mapped here
+        return storage
+    storage = _shared_memory.open_fd_storage(fd, size)
+    _cache_storage(key, storage)
+    return storage
 
 
 def rebuild_storage_filename(cls, name, size):
-    return _shared_memory.open_named_storage(name, size)
+    storage = _cached_storage(("file", name))
+    if storage is not None:
+        _shared_memory.adjust_refcount(name, size, -1)  # the message's reference: this mapping holds one
+        return storage
+    storage = _shared_memory.open_named_storage(name, size)
+    _cache_storage(("file", name), storage)
+    return storage
 
 
 def rebuild_storage_empty(cls):
@@ -69,7 +128,9 @@ def reduce_storage(storage):
     if segment.kind == "file_system":
         # The message holds a reference until the receiver maps the segment (the receiver takes it over).
         _shared_memory.adjust_refcount(segment.name, segment.nbytes, +1)
+        _storage_cache[("file", segment.name)] = segment
         return (rebuild_storage_filename, (type(storage), segment.name, segment.nbytes))
+    _storage_cache[_fd_key(segment.fd)] = segment
     # Duplicated for the child when starting a process, else handed over by the resource sharer.
     return (rebuild_storage_fd, (type(storage), multiprocessing.reduction.DupFd(segment.fd), segment.nbytes))
 

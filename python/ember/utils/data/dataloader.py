@@ -58,6 +58,7 @@ def _start_resource_tracker():
     _shared_memory.start_tracker()
 
 
+_EXIT_PATIENCE = 0.5  # seconds without progress after which workers still running at exit are terminated
 _live_iterators: "weakref.WeakSet[_MultiProcessingDataLoaderIter]" = weakref.WeakSet()  # workers may still run
 
 
@@ -65,7 +66,7 @@ def _shut_down_live_iterators():
     # Before multiprocessing's own exit handler (atexit runs in reverse order) would terminate the workers
     # and strand the batches they were sending.
     for iterator in list(_live_iterators):
-        iterator._shutdown_workers()
+        iterator._shutdown_workers(at_exit=True)
 
 
 atexit.register(_shut_down_live_iterators)
@@ -518,7 +519,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
-    def _shutdown_workers(self):
+    def _shutdown_workers(self, at_exit=False):
         if _utils is None or _utils.python_exit_status is not False:
             return  # interpreter exit: multiprocessing's exit handler ends the daemonic workers
         if self._shutdown:
@@ -530,7 +531,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for worker_id in range(len(self._workers)):
                 if self._persistent_workers or self._workers_status[worker_id]:
                     self._mark_worker_as_unavailable(worker_id)
-            self._drain_until_workers_exit(_utils.MP_STATUS_CHECK_INTERVAL)
+            # At interpreter exit a worker stuck in dataset code is ended at once, as torch's are (by
+            # multiprocessing's exit handler), not waited for: draining stops as soon as nothing moves.
+            self._drain_until_workers_exit(_utils.MP_STATUS_CHECK_INTERVAL, _EXIT_PATIENCE if at_exit else None)
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()
@@ -543,26 +546,41 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._worker_result_queue.cancel_join_thread()
             self._worker_result_queue.close()
 
-    def _drain_until_workers_exit(self, timeout):
+    def _drain_until_workers_exit(self, timeout, patience=None):
         """Joins the workers, meanwhile reading (and dropping) what they still send: a result left in
-        the queue would keep its shared-memory segment alive, and a full pipe would block its worker."""
+        the queue would keep its shared-memory segment alive, and a full pipe would block its worker.
+        patience: stop once that long passes with no worker exiting and no result arriving."""
         reader = getattr(self._worker_result_queue, "_reader", None)
         deadline = time.monotonic() + timeout
-        while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
+        alive = [w for w in self._workers if w.is_alive()]
+        moved = time.monotonic()  # when a worker last exited or a result last arrived
+        while alive:
+            now = time.monotonic()
+            until = deadline if patience is None else min(deadline, moved + patience)
+            if now >= until:
+                break
             if reader is None:
-                self._workers[0].join(timeout=0.05)
-                continue
-            sentinels = [w.sentinel for w in self._workers if w.is_alive()]
-            connection.wait([reader, *sentinels], max(0.0, deadline - time.monotonic()))
-            self._discard_results()
+                alive[0].join(timeout=min(0.05, until - now))
+            else:
+                connection.wait([reader, *(w.sentinel for w in alive)], until - now)
+                if self._discard_results():
+                    moved = time.monotonic()
+            still = [w for w in alive if w.is_alive()]
+            if len(still) < len(alive):
+                moved = time.monotonic()
+            alive = still
 
     def _discard_results(self):
+        """Reads and drops the results waiting in the queue; how many there were."""
         reader = getattr(self._worker_result_queue, "_reader", None)
+        count = 0
         try:
             while reader is not None and reader.poll(0):
+                count += 1
                 self._worker_result_queue.get(timeout=0)  # unpickled, then dropped: its segments are freed
         except Exception:  # a result that cannot be unpickled here is dropped all the same
             pass
+        return count
 
     def __del__(self):
         if hasattr(self, "_workers"):  # __init__ may have failed before starting any
