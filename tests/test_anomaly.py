@@ -171,7 +171,7 @@ def test_every_node_records_the_forward_traceback():
     assert "y = forward_with_mul(x, w)" in stack[-2]  # the caller's frame too
     assert "s = y.sum()" in s.grad_fn.metadata["traceback_"][-1]
     accumulator = y.grad_fn.next_functions[0][0]
-    assert accumulator.name() == "AccumulateGrad"
+    assert accumulator.name() == "torch::autograd::AccumulateGrad"  # PyTorch's name()
     assert "traceback_" in accumulator.metadata  # as PyTorch: made in anomaly mode, with the first use
     assert "parent_" not in y.grad_fn.metadata  # made by a forward, not by a backward
 

@@ -41,6 +41,54 @@ def test_broadcast_error_3d():
     assert message(e) == "The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1"
 
 
+# Two mismatching dims: PyTorch's infer_size names the last one (it scans from the right).
+TWO_MISMATCHES = [
+    ("add", lambda m, a, b: a + b, (2, 3), (3, 2)),
+    ("where", lambda m, a, b: m.where(b > 0, a, m.zeros(2, 3)), (2, 3), (3, 2)),
+    ("matmul batch", lambda m, a, b: a @ b, (2, 3, 1, 1), (3, 2, 1, 1)),
+    ("cdist batch", lambda m, a, b: m.cdist(a, b), (2, 3, 1, 1), (3, 2, 1, 1)),
+    ("cosine_similarity", lambda m, a, b: m.nn.functional.cosine_similarity(a, b, 0), (2, 3), (3, 2)),
+    ("hinge_embedding_loss", lambda m, a, b: m.nn.functional.hinge_embedding_loss(a, b), (2, 3), (3, 2)),
+    ("hinge_embedding_loss 1-D", lambda m, a, b: m.nn.functional.hinge_embedding_loss(a, b), (3,), (4,)),
+]
+TWO_MISMATCH_MESSAGES = {
+    "add": "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1",
+    "where": "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1",
+    "matmul batch": "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1",
+    "cdist batch": "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1",
+    "cosine_similarity": "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1",
+    "hinge_embedding_loss": "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1",
+    "hinge_embedding_loss 1-D": "The size of tensor a (4) must match the size of tensor b (3) at non-singleton "
+                                "dimension 0",
+}
+
+
+@pytest.mark.parametrize("name, fn, sa, sb", TWO_MISMATCHES, ids=[c[0] for c in TWO_MISMATCHES])
+def test_broadcast_error_names_the_last_mismatching_dim(name, fn, sa, sb):
+    with pytest.raises(RuntimeError) as e:
+        fn(ember, ember.ones(*sa), ember.ones(*sb))
+    assert message(e) == TWO_MISMATCH_MESSAGES[name]
+
+
+@pytest.mark.parametrize("name, fn, sa, sb", TWO_MISMATCHES, ids=[c[0] for c in TWO_MISMATCHES])
+def test_broadcast_error_names_the_last_mismatching_dim_as_torch(name, fn, sa, sb):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as e:
+        fn(torch, torch.ones(*sa), torch.ones(*sb))
+    assert message(e) == TWO_MISMATCH_MESSAGES[name]
+
+
+def test_cat_of_an_empty_list():
+    with pytest.raises(ValueError) as e:
+        ember.cat([])
+    assert message(e) == "torch.cat(): expected a non-empty list of Tensors"
+    with pytest.raises(ValueError, match=r"^torch\.cat\(\): expected a non-empty list of Tensors$"):
+        ember.cat(())
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match=r"^torch\.cat\(\): expected a non-empty list of Tensors$"):
+        torch.cat([])
+
+
 def test_inplace_broadcast_error_leaves_tensor_alone():
     a = ember.ones(3)
     with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]") as e:
@@ -77,7 +125,7 @@ def test_cat_and_stack_mismatch():
         ember.cat([ember.ones(2, 3), ember.ones(2, 4)])
     with pytest.raises(RuntimeError, match="Tensors must have same number of dimensions: got 2 and 1"):
         ember.cat([ember.ones(2, 3), ember.ones(3)])
-    with pytest.raises((RuntimeError, ValueError), match=r"cat\(\): expected a non-empty list of Tensors"):
+    with pytest.raises(ValueError, match=r"cat\(\): expected a non-empty list of Tensors"):
         ember.cat([])
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         ember.stack([ember.ones(2), ember.ones(3)])

@@ -59,6 +59,53 @@ CASES = [
     ("NllLossBackward0", lambda m, F, a: F.cross_entropy(a, m.tensor([0, 1, 2]))),
     ("MeanBackward0", lambda m, F, a: F.l1_loss(a, a.detach() * 2)),
     ("MeanBackward1", lambda m, F, a: a.mean(1)),
+    ("MulBackward0", lambda m, F, a: 2 / a),  # PyTorch's __rtruediv__ is reciprocal() * 2
+    ("DivBackward0", lambda m, F, a: a / 2),
+    ("PowBackward2", lambda m, F, a: 2 ** a),
+    ("PowBackward2", lambda m, F, a: m.pow(2.5, a)),
+    ("PowBackward0", lambda m, F, a: a ** 2),
+    ("UnsafeViewBackward0", lambda m, F, a: a.t().reshape(-1)),
+    ("ViewBackward0", lambda m, F, a: a.reshape(-1)),
+    ("UnsafeViewBackward0", lambda m, F, a: a.reshape(3, 1, 4) @ a.t()),
+    ("UnsafeViewBackward0", lambda m, F, a: a.reshape(3, 1, 4) @ a[0]),
+    ("UnsafeViewBackward0", lambda m, F, a: a[0] @ a.reshape(3, 4, 1)),
+    ("UnsafeViewBackward0", lambda m, F, a: a.reshape(1, 3, 4) @ a.t().reshape(1, 4, 3)),
+    ("MeanBackward1", lambda m, F, a: F.adaptive_avg_pool2d(a.reshape(1, 1, 3, 4), 1)),
+    ("MeanBackward1", lambda m, F, a: F.adaptive_avg_pool2d(a.reshape(1, 3, 4), (1, 1))),
+    ("AdaptiveAvgPool2DBackward0", lambda m, F, a: F.adaptive_avg_pool2d(a.reshape(1, 1, 3, 4), (3, 2))),
+    ("AdaptiveAvgPool2DBackward0", lambda m, F, a: F.adaptive_avg_pool2d(a.reshape(1, 1, 3, 4), (2, 3))),
+    ("AdaptiveAvgPool2DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 1, 3, 4), size=(2, 2), mode="area")),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ij,jk->ik", a, a.t())),
+    ("ViewBackward0", lambda m, F, a: m.einsum("bij,bjk->bik", a.reshape(1, 3, 4), a.t().reshape(1, 4, 3))),
+    ("ViewBackward0", lambda m, F, a: m.einsum("i,i->", a[0], a[1])),
+    ("SumBackward1", lambda m, F, a: m.einsum("ij->j", a)),
+    ("PermuteBackward0", lambda m, F, a: m.einsum("ij->ji", a)),
+    ("PermuteBackward0", lambda m, F, a: m.einsum("ij->ij", a)),
+    ("DiagEmbedBackward0", lambda m, F, a: m.diag(a[0])),
+    ("DiagEmbedBackward0", lambda m, F, a: m.diag_embed(a)),
+    ("DiagonalBackward0_copy", lambda m, F, a: m.diag(a)),
+    ("ConstantPadNdBackward0", lambda m, F, a: F.pad(a, (1, 2))),
+    ("ConstantPadNdBackward0", lambda m, F, a: F.pad(a, (0, 0))),
+    ("ConstantPadNdBackward0", lambda m, F, a: F.pad(a, (-1, 1, 1, 0), value=2.0)),
+    ("ReflectionPad1DBackward0", lambda m, F, a: F.pad(a, (1, 1), mode="reflect")),
+    ("ReflectionPad2DBackward0", lambda m, F, a: F.pad(a.reshape(1, 3, 4), (1, 1, 1, 1), mode="reflect")),
+    ("ReflectionPad3DBackward0", lambda m, F, a: F.pad(a.reshape(1, 1, 3, 4), (1, 1, 1, 1, 0, 0), mode="reflect")),
+    ("ReplicationPad1DBackward0", lambda m, F, a: F.pad(a, (1, 1), mode="replicate")),
+    ("ReplicationPad2DBackward0", lambda m, F, a: F.pad(a.reshape(1, 3, 4), (1, 1, 1, 1), mode="replicate")),
+    ("ReplicationPad3DBackward0", lambda m, F, a: F.pad(a.reshape(1, 1, 3, 4), (1, 1, 1, 1, 1, 1), mode="replicate")),
+    ("torch::autograd::CopySlices", lambda m, F, a: F.pad(a.reshape(1, 3, 4), (1, 1, 1, 1), mode="circular")),
+    ("torch::autograd::CopySlices", lambda m, F, a: F.pad(a.reshape(1, 3, 4), (0, 0), mode="circular")),
+    ("UpsampleNearest1DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 3, 4), scale_factor=2)),
+    ("UpsampleNearest2DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 1, 3, 4), size=(5, 7))),
+    ("UpsampleNearestExact1DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 3, 4), size=6, mode="nearest-exact")),
+    ("UpsampleNearestExact2DBackward0",
+     lambda m, F, a: F.interpolate(a.reshape(1, 1, 3, 4), scale_factor=(2, 1.5), mode="nearest-exact")),
+    ("UpsampleLinear1DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 3, 4), scale_factor=2, mode="linear")),
+    ("UpsampleBilinear2DBackward0",
+     lambda m, F, a: F.interpolate(a.reshape(1, 1, 3, 4), size=(4, 5), mode="bilinear", align_corners=True)),
+    ("UpsampleBicubic2DBackward0", lambda m, F, a: F.interpolate(a.reshape(1, 1, 3, 4), scale_factor=2, mode="bicubic")),
+    ("AbsBackward0", lambda m, F, a: F.l1_loss(a, a.detach() * 2, reduction="none")),
+    ("SumBackward0", lambda m, F, a: F.l1_loss(a, a.detach() * 2, reduction="sum")),
 ]
 
 
@@ -104,6 +151,46 @@ def test_each_node_name_is_its_own_class():
     leaf_node = (a * 2).grad_fn.next_functions[0][0]
     assert type(leaf_node).__name__ == "AccumulateGrad" and leaf_node.variable.data_ptr() == a.data_ptr()
     assert loss.grad_fn is node  # an existing wrapper is returned as is
+
+
+def test_cpp_node_names_are_torch_autograd_qualified():
+    """PyTorch's C++ nodes: name() is torch::autograd::X, the class (and repr) X."""
+    a = ember.ones(2, 3, requires_grad=True)
+    leaf = (a * 2).grad_fn.next_functions[0][0]
+    assert leaf.name() == "torch::autograd::AccumulateGrad"
+    assert type(leaf).__name__ == "AccumulateGrad" and repr(leaf) == f"<AccumulateGrad object at {hex(id(leaf))}>"
+    b = a.clone()
+    b[0] = 1
+    assert b.grad_fn.name() == "torch::autograd::CopySlices" and type(b.grad_fn).__name__ == "CopySlices"
+    assert repr(b.grad_fn) == f"<CopySlices object at {hex(id(b.grad_fn))}>"
+    assert type(b.grad_fn.next_functions[0][0]).__name__ == "CloneBackward0"
+    b.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0, 0, 0], [1, 1, 1]])
+
+
+def test_cpp_node_names_as_torch():
+    torch = pytest.importorskip("torch")
+    names = []
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        b = a.clone()
+        b[0] = 1
+        leaf = (a * 2).grad_fn.next_functions[0][0]
+        names.append((leaf.name(), type(leaf).__name__, b.grad_fn.name(), type(b.grad_fn).__name__))
+    assert names[0] == names[1]
+
+
+def test_renamed_nodes_keep_their_gradients():
+    """Only the names are PyTorch's: 2 / a, 2 ** a, the unsafe views and the global pool differentiate as before."""
+    a = ember.tensor([[0.5, 1.0], [2.0, 4.0]], dtype=ember.float64, requires_grad=True)
+    (g,) = ember.autograd.grad((2 / a).sum() + (2 ** a).sum(), a)
+    x = a.detach().numpy()
+    np.testing.assert_allclose(g.numpy(), -2 / x**2 + np.log(2) * 2**x, rtol=1e-12)
+    (g,) = ember.autograd.grad((a.t().reshape(-1) * ember.arange(4.0, dtype=ember.float64)).sum(), a)
+    np.testing.assert_array_equal(g.numpy(), [[0, 2], [1, 3]])
+    (g,) = ember.autograd.grad(ember.nn.functional.adaptive_avg_pool2d(a.reshape(1, 1, 2, 2), 1).sum(), a)
+    np.testing.assert_allclose(g.numpy(), np.full((2, 2), 0.25))
+    np.testing.assert_array_equal((2 / ember.tensor([1, 4])).numpy(), np.float32([2, 0.5]))  # int input: float
 
 
 def test_node_repr_is_pythons_default_with_a_hex_address():

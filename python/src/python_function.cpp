@@ -376,7 +376,11 @@ py::object node_to_python(const std::shared_ptr<Node>& node) {
   // _C.Node's (__class__ assignment refuses: the deallocators differ, pybind11's and subtype_dealloc,
   // which calls pybind11's). An existing wrapper already has its class.
   if (Py_TYPE(obj.ptr()) == reinterpret_cast<PyTypeObject*>(base)) {
-    auto* cls = reinterpret_cast<PyTypeObject*>(node_class(node->name(), base));
+    // PyTorch's C++ nodes are named torch::autograd::CopySlices; their class is CopySlices.
+    std::string name = node->name();
+    const std::string ns = "torch::autograd::";
+    if (name.compare(0, ns.size(), ns) == 0) name.erase(0, ns.size());
+    auto* cls = reinterpret_cast<PyTypeObject*>(node_class(name, base));
     Py_INCREF(cls);
     Py_SET_TYPE(obj.ptr(), cls);
     Py_DECREF(base);

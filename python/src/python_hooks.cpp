@@ -172,11 +172,12 @@ LeafHooks& leaf_hooks_of(const Tensor& t) {
   return *meta.leaf_hooks;
 }
 
-// Python's default repr, as PyTorch's: the Python object's address, in hex.
-std::string node_repr(const Node& n, const void* object) {
+// Python's default repr, as PyTorch's: the class name (CopySlices, not name()'s torch::autograd::CopySlices)
+// and the Python object's address, in hex.
+std::string node_repr(py::handle node) {
   char address[2 + 2 * sizeof(void*) + 1];
-  std::snprintf(address, sizeof address, "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(object));
-  return "<" + n.name() + " object at " + address + ">";
+  std::snprintf(address, sizeof address, "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(node.ptr()));
+  return "<" + py::str(py::type::handle_of(node).attr("__name__")).cast<std::string>() + " object at " + address + ">";
 }
 
 // autograd.graph.saved_tensors_hooks: pack at save time, unpack in backward.
@@ -255,7 +256,7 @@ void bind_autograd_hooks(py::module_& m) {
         n.ensure_hooks().pre.push_back(std::make_shared<PyNodePreHook>(std::move(dict)));
         return handle;
       }, "fn(grad_outputs) runs before the node; it may return replacement grad_outputs.")
-      .def("__repr__", [](py::handle self) { return node_repr(self.cast<Node&>(), self.ptr()); });
+      .def("__repr__", [](py::handle self) { return node_repr(self); });
 
   m.def("_register_tensor_hook", [](py::handle tensor, py::handle fn) {
     if (!is_tensor(tensor.ptr())) throw py::type_error("_register_tensor_hook: expected a Tensor");

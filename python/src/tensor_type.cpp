@@ -32,6 +32,7 @@
 #include "ember/ops/neg.h"
 #include "ember/ops/permute.h"
 #include "ember/ops/pow.h"
+#include "ember/ops/reciprocal.h"
 #include "ember/ops/remainder.h"
 #include "ember/ops/sub.h"
 #include "ember/ops/t.h"
@@ -550,9 +551,16 @@ Tensor rshift2(const Tensor& a, const Tensor& b) { return ember::bitwise_right_s
 Tensor lshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_left_shift_(a, b); }
 Tensor rshift2_(const Tensor& a, const Tensor& b) { return ember::bitwise_right_shift_(a, b); }
 
-// t ** 2 is pow.Tensor_Scalar (PyTorch's special exponents, the negative-exponent check).
+// t ** 2 is pow.Tensor_Scalar (PyTorch's special exponents, the negative-exponent check), 2 ** t pow.Scalar.
 Tensor pow2(const Tensor& a, const Tensor& b) {
-  return b.is_wrapped_number() && !a.is_wrapped_number() ? ember::pow_Tensor_Scalar(a, b.item()) : ember::pow(a, b);
+  if (b.is_wrapped_number() && !a.is_wrapped_number()) return ember::pow_Tensor_Scalar(a, b.item());
+  if (a.is_wrapped_number() && !b.is_wrapped_number()) return ember::pow_Scalar(a.item(), b);
+  return ember::pow(a, b);
+}
+// 2 / t is PyTorch's Tensor.__rtruediv__: t.reciprocal() * 2 (so its values and its MulBackward0 node).
+Tensor div2(const Tensor& a, const Tensor& b) {
+  if (a.is_wrapped_number() && !b.is_wrapped_number()) return ember::mul(ember::reciprocal(b), a);
+  return ember::true_divide(a, b);
 }
 Tensor pow2_(const Tensor& a, const Tensor& b) {
   return b.is_wrapped_number() ? ember::pow_Tensor_Scalar_(a, b.item()) : ember::pow_(a, b);
@@ -695,7 +703,7 @@ std::vector<OpFunction>* create_tensor_type() {
       {Py_nb_add, (void*)binary<add2>},
       {Py_nb_subtract, (void*)binary<sub2>},
       {Py_nb_multiply, (void*)binary<ember::mul>},
-      {Py_nb_true_divide, (void*)binary<ember::true_divide>},
+      {Py_nb_true_divide, (void*)binary<div2>},
       {Py_nb_floor_divide, (void*)binary<ember::floor_divide>},
       {Py_nb_remainder, (void*)binary<ember::remainder>},
       {Py_nb_power, (void*)nb_pow},

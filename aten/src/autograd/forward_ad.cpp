@@ -8,6 +8,7 @@
 
 #include "ember/autograd.h"
 #include "ember/ops/add.h"
+#include "ember/ops/as_strided.h"
 #include "ember/ops/copy_.h"
 #include "ember/ops/expand.h"
 #include "ember/ops/fill_.h"
@@ -74,6 +75,13 @@ Tensor copy_with_layout(const Tensor& like, const Tensor& value, ScalarType dtyp
 }
 
 bool has_tangent(const Tensor& t) { return forward_ad::tangent(t).defined(); }
+
+// `view`'s geometry over `base_tangent`. In grad mode it is an as_strided view, so that reading it
+// and writing into it (CopySlices on the base's tangent) stay part of the reverse graph.
+Tensor tangent_view(const Tensor& base_tangent, const Tensor& view) {
+  if (GradMode::is_enabled()) return ember::as_strided(base_tangent, view.sizes(), view.strides(), view.offset());
+  return make_view(base_tangent, view.sizes(), view.strides(), view.offset());
+}
 
 // The node an op just recorded for `output` keeps its saved output's tangent (fwd-over-rev).
 void attach_to_node(const Tensor& output, const Tensor& tangent, uint64_t first_node) {
@@ -143,7 +151,7 @@ Tensor tangent(const Tensor& t) {
   const Tensor& base_tangent = held(meta->view_base->autograd.get());
   if (!base_tangent.defined()) return Tensor();
   // The base got its tangent (in place) after this view was made: take the same view of it.
-  Tensor view = make_view(base_tangent, t.sizes(), t.strides(), t.offset());
+  Tensor view = tangent_view(base_tangent, t);
   swap_tangent(*meta, view);
   return view;
 }
@@ -184,7 +192,7 @@ void update_tangent(const Tensor& self, const Tensor& value, uint64_t first_node
     Tensor base(meta->view_base);
     Tensor base_tangent = zeros_with_layout(base);
     swap_tangent(base.impl()->autograd_meta(), base_tangent);
-    current = make_view(base_tangent, self.sizes(), self.strides(), self.offset());
+    current = tangent_view(base_tangent, self);
     swap_tangent(*meta, current);
   }
   if (current.defined()) {

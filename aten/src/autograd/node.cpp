@@ -176,6 +176,7 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
+    acc->renamed = "torch::autograd::AccumulateGrad";  // PyTorch's name() (its class is AccumulateGrad)
     if (meta.leaf_hooks) acc->ensure_hooks();  // the engine looks for the leaf's hooks on hooked nodes only
     meta.grad_accumulator = acc;
   }
@@ -234,7 +235,7 @@ struct AsStridedBackward final : Node {
 struct CopySlices final : Node {
   ViewGeometry geo;
   std::shared_ptr<Node> fn;
-  std::string default_name() const override { return "CopySlices"; }
+  std::string default_name() const override { return "torch::autograd::CopySlices"; }  // PyTorch's name()
   TensorList apply(TensorList&& grads) override {
     Tensor result = geo.blank_base(grads[0]);
     ember::copy_(result, grads[0], false);

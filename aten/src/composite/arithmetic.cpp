@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "ember/autograd.h"
 #include "ember/ops/_div_floor.h"
 #include "ember/ops/_div_trunc.h"
 #include "ember/ops/bmm.h"
@@ -41,7 +42,7 @@ DimVector leading(const DimVector& s, int64_t drop) {
 DimVector broadcast_batch(const DimVector& a, const DimVector& b) {
   size_t n = std::max(a.size(), b.size());
   DimVector out(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = n; i-- > 0;) {  // from the last dim, as infer_size
     int64_t offset = (int64_t)n - 1 - (int64_t)i;
     int64_t da = (int64_t)a.size() - 1 - offset, db = (int64_t)b.size() - 1 - offset;
     int64_t sa = da >= 0 ? a[da] : 1, sb = db >= 0 ? b[db] : 1;
@@ -59,7 +60,12 @@ void check_mm_shapes(int64_t n, int64_t m1, int64_t m2, int64_t p) {
 
 }  // namespace
 
-Tensor pow_Scalar(const Scalar& self, const Tensor& exponent) { return ember::pow(wrap_number(self), exponent); }
+Tensor pow_Scalar(const Scalar& self, const Tensor& exponent) {
+  // A floating exponent takes the base as a 0-d tensor of its dtype: the gradient's log(self) is then not a
+  // float32 log of a number (wrapped numbers alone compute in the default dtype).
+  if (is_floating(exponent.dtype())) return ember::pow(scalar_tensor(self, exponent.dtype(), Device()), exponent);
+  return ember::pow(wrap_number(self), exponent);
+}
 
 Tensor mv(const Tensor& self, const Tensor& vec) {
   EMBER_CHECK(self.dim() == 2 && vec.dim() == 1, Runtime, "vector + matrix @ vector expected, got 1, ", self.dim(),
@@ -68,6 +74,16 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
               self.size(0), "x", self.size(1), "), vec (", vec.size(0), ")");
   return ember::squeeze(ember::mm(self, ember::unsqueeze(vec, -1)), IntList{-1});
 }
+
+namespace {
+// PyTorch ends the folded and batched products with an _unsafe_view of the product (UnsafeViewBackward0).
+Tensor unsafe_view(const Tensor& product, const IntList& shape) {
+  const uint64_t first_node = autograd::next_sequence_nr();
+  Tensor result = ember::reshape(product, shape);
+  autograd::name_composite_node(result, first_node, "UnsafeViewBackward0");
+  return result;
+}
+}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
@@ -105,7 +121,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (db == 2) out_shape.push_back(p);
     Tensor a2 = ember::reshape(a, IntList{rows, m1});
     Tensor b2 = db == 2 ? b : ember::unsqueeze(b, -1);
-    return ember::reshape(ember::mm(a2, b2), out_shape);
+    return unsafe_view(ember::mm(a2, b2), out_shape);
   }
   // Batched: broadcast the batch dims, flatten them into one, bmm, restore.
   const int64_t n = da > 1 ? sa[da - 2] : 1;
@@ -126,7 +142,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   DimVector out_shape = batch;
   if (da > 1) out_shape.push_back(n);
   if (db > 1) out_shape.push_back(p);
-  return ember::reshape(ember::bmm(a3, b3), out_shape);
+  Tensor product = ember::bmm(a3, b3);
+  return da == 2 ? ember::reshape(product, out_shape) : unsafe_view(product, out_shape);
 }
 
 }  // namespace ember::native

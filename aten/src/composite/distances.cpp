@@ -61,7 +61,7 @@ Tensor euclidean_via_mm(const Tensor& x1, const Tensor& x2) {
 DimVector broadcast_batch(const Tensor& x1, const Tensor& x2) {
   const int64_t n1 = x1.dim() - 2, n2 = x2.dim() - 2, n = std::max(n1, n2);
   DimVector out(n, 1);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = n - 1; i >= 0; --i) {  // from the last dim, as infer_size
     const int64_t i1 = i - (n - n1), i2 = i - (n - n2);
     const int64_t s1 = i1 >= 0 ? x1.size(i1) : 1, s2 = i2 >= 0 ? x2.size(i2) : 1;
     EMBER_CHECK(s1 == s2 || s1 == 1 || s2 == 1, Runtime, "The size of tensor a (", s1,
@@ -168,7 +168,7 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   // Broadcast both, then each side divided by its norm (at least eps) and the dot product, as PyTorch.
   const int64_t nd = std::max(x1.dim(), x2.dim());
   DimVector shape(nd, 1);
-  for (int64_t i = 0; i < nd; ++i) {
+  for (int64_t i = nd - 1; i >= 0; --i) {  // from the last dim, as infer_size
     const int64_t i1 = i - (nd - x1.dim()), i2 = i - (nd - x2.dim());
     const int64_t s1 = i1 >= 0 ? x1.size(i1) : 1, s2 = i2 >= 0 ? x2.size(i2) : 1;
     EMBER_CHECK(s1 == s2 || s1 == 1 || s2 == 1, Runtime, "The size of tensor a (", s1,

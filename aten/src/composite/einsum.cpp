@@ -88,7 +88,11 @@ Tensor arranged(const Operand& op, const Labels& order, const std::vector<int64_
     perm.push_back(std::find(op.labels.begin(), op.labels.end(), l) - op.labels.begin());
     shape.push_back(size_of[l]);
   }
-  return ember::expand(ember::permute(op.t, perm), shape);
+  // No-op permutes and expands are skipped: the result ends with its last real op, as PyTorch's.
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == (int64_t)i;
+  Tensor t = identity ? op.t : ember::permute(op.t, perm);
+  return t.sizes() == shape ? t : ember::expand(t, shape);
 }
 
 int64_t product(const Labels& ls, const std::vector<int64_t>& size_of) {
@@ -245,7 +249,11 @@ Tensor einsum(const std::string& equation, const TensorList& tensors, const std:
     acc = contract(std::move(acc), ops[i], keep, size_of);
   }
   // Every output label is in acc: each came from an operand and was kept since.
-  return arranged(acc, out, size_of);
+  Tensor result = arranged(acc, out, size_of);
+  if (!result.is_same(tensors[0])) return result;
+  IntList identity(result.dim());  // "ij->ij": a view, as PyTorch's permute
+  for (int64_t d = 0; d < result.dim(); ++d) identity[d] = d;
+  return ember::permute(result, identity);
 }
 
 Tensor tensordot(const Tensor& self, const Tensor& other, const IntList& dims_self, const IntList& dims_other) {

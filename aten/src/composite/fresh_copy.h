@@ -8,11 +8,16 @@
 #include "ember/autograd.h"
 #include "ember/iterator.h"
 #include "ember/ops/copy_.h"
+#include "linear_tangent.h"
 
 namespace ember::native {
 
 template <typename NodeT>
 Tensor fresh_copy(const Tensor& self, Device device, ScalarType dtype, bool contiguous = false) {
+  if (forward_ad::wanted({&self}))
+    return with_linear_tangent({self}, [&](const TensorList& t) {
+      return fresh_copy<NodeT>(t[0], device, dtype, contiguous);
+    });
   // Integral results never take part in autograd.
   const bool track = is_floating(dtype) && autograd::any_requires_grad({&self});
   Tensor result = contiguous ? empty_tensor(self.sizes(), dtype, device)

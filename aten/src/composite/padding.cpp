@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/autograd.h"
 #include "ember/checked_math.h"
 #include "ember/dispatch.h"
 #include "ember/dtype.h"
@@ -86,7 +87,11 @@ Tensor pad(const Tensor& self, const IntList& pad, const std::string& mode, std:
   EMBER_CHECK(!value || *value == 0.0, Runtime, "Padding mode \"", mode, "\" doesn't take in value argument");
   const int64_t n = (int64_t)pad.size(), nd = self.dim();
   EMBER_CHECK((n == 2 && (nd == 2 || nd == 3)) || (n == 4 && (nd == 3 || nd == 4)) || (n == 6 && (nd == 4 || nd == 5)),
-              NotImplemented, "Padding size ", n, " is not supported for ", nd, "D input tensor.");
+              NotImplemented, "Padding size ", n, " is not supported for ", nd, "D input tensor.\n"
+              "Supported combinations for non-constant padding:\n"
+              "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+              "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+              "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)");
   if (mode == "circular") return ember::_pad_circular(self, pad);
   return ember::_pad_edge(self, pad, mode == "reflect");
 }
@@ -106,6 +111,7 @@ Tensor _pad_circular(const Tensor& self, const IntList& pad) {
               "Padding length should be less than or equal to two times the input dimension but got padding length ",
               pad.size(), " and input of dimension ", self.dim());
   const int64_t nd = self.dim();
+  const uint64_t first_node = autograd::next_sequence_nr();
   Tensor out = self;
   bool copied = false;
   for (int64_t i = 0; i < (int64_t)pad.size() / 2; ++i) {
@@ -123,7 +129,10 @@ Tensor _pad_circular(const Tensor& self, const IntList& pad) {
     if (right > 0) parts.push_back(ember::narrow(out, dim, 0, right));
     if (parts.size() > 1) out = ember::cat(parts, dim), copied = true;
   }
-  return copied ? out : ember::clone(out);
+  if (!copied) out = ember::clone(out);
+  // PyTorch's _pad_circular writes the slices into a new tensor: its node is CopySlices.
+  autograd::name_composite_node(out, first_node, "torch::autograd::CopySlices");
+  return out;
 }
 
 Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {

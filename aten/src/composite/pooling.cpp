@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "ember/autograd.h"
 #include "ember/dispatch.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
@@ -21,6 +22,7 @@
 #include "ember/ops/max_pool1d_with_indices.h"
 #include "ember/ops/max_pool2d.h"
 #include "ember/ops/max_pool2d_with_indices.h"
+#include "ember/ops/mean.h"
 #include "ember/ops/reshape.h"
 #include "ember/ops/squeeze.h"
 #include "ember/ops/transpose.h"
@@ -139,13 +141,21 @@ Tensor adaptive_avg_pool2d(const Tensor& self, const IntList& output_size) {
               ", ", oW, "}");
   check_adaptive_input(self, "adaptive_avg_pool2d", 4);
   if (!is_floating(self.dtype())) fail_dtype_not_implemented("adaptive_avg_pool2d", self.dtype());
+  // A global pool is PyTorch's mean over the last two dims (MeanBackward1).
+  if (oH == 1 && oW == 1) return ember::mean(self, IntList{-1, -2}, true, std::nullopt);
+  const uint64_t first_node = autograd::next_sequence_nr();
   const int64_t H = self.size(-2), W = self.size(-1);
-  // Windows that tile the input evenly are avg_pool2d's (a global pool among them).
-  if (oH > 0 && oW > 0 && H % oH == 0 && W % oW == 0)
-    return ember::avg_pool2d(self, {H / oH, W / oW}, {H / oH, W / oW}, {0, 0}, false, true, std::nullopt);
-  const Tensor rows = averaging_matrix(oH, H, self.dtype(), self.device());
-  const Tensor cols = averaging_matrix(oW, W, self.dtype(), self.device());
-  return ember::matmul(rows, ember::matmul(self, ember::transpose(cols, 0, 1)));
+  Tensor result;
+  // Windows that tile the input evenly are avg_pool2d's.
+  if (oH > 0 && oW > 0 && H % oH == 0 && W % oW == 0) {
+    result = ember::avg_pool2d(self, {H / oH, W / oW}, {H / oH, W / oW}, {0, 0}, false, true, std::nullopt);
+  } else {
+    const Tensor rows = averaging_matrix(oH, H, self.dtype(), self.device());
+    const Tensor cols = averaging_matrix(oW, W, self.dtype(), self.device());
+    result = ember::matmul(rows, ember::matmul(self, ember::transpose(cols, 0, 1)));
+  }
+  autograd::name_composite_node(result, first_node, "AdaptiveAvgPool2DBackward0");
+  return result;
 }
 
 Tensor adaptive_avg_pool1d(const Tensor& self, const IntList& output_size) {

@@ -27,6 +27,7 @@
 #include "ember/ops/var.h"
 #include "ember/reduce.h"
 #include "ember/tensor.h"
+#include "linear_tangent.h"
 
 namespace ember::native {
 
@@ -103,6 +104,8 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim_in, bool keepd
               " dtype must be either a floating point or complex dtype. Got: ", dtype_title(dt));
   std::optional<IntList> dim = all_if_empty(dim_in);
   const int64_t n = reduced_count(self, dim, "mean");
+  if (forward_ad::wanted({&self}))
+    return with_linear_tangent({self}, [&](const TensorList& t) { return ember::mean(t[0], dim, keepdim, dtype); });
   const bool track = autograd::any_requires_grad({&self});
   Tensor result;
   {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/ops/_diagonal_backward.h"
 #include "ember/ops/arange.h"
@@ -157,7 +158,11 @@ Tensor diag_embed(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2
 Tensor diag(const Tensor& self, int64_t diagonal) {
   EMBER_CHECK(self.dim() == 1 || self.dim() == 2, Runtime, "diag(): Supports 1D or 2D tensors. Got ", self.dim(), "D");
   if (self.dim() == 1) return ember::diag_embed(self, diagonal, 0, 1);
-  return ember::clone(ember::diagonal(self, diagonal, 0, 1));
+  // PyTorch's node for the copy of a diagonal (diagonal_copy's).
+  const uint64_t first_node = autograd::next_sequence_nr();
+  Tensor result = ember::clone(ember::diagonal(self, diagonal, 0, 1));
+  autograd::name_composite_node(result, first_node, "DiagonalBackward0_copy");
+  return result;
 }
 
 Tensor trace_matrix(const Tensor& self) {

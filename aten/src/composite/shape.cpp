@@ -3,6 +3,8 @@
 // clone, cat and stack, which write into a fresh tensor, record their own node
 // (named as PyTorch names it) so the result joins the graph.
 #include "fresh_copy.h"
+#include "linear_tangent.h"
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -47,7 +49,11 @@ std::optional<DimVector> compute_view_stride(const DimVector& oldshape, const Di
 Tensor reshape(const Tensor& self, const IntList& shape) {
   DimVector size = infer_view_size(shape, self.numel());
   if (compute_view_stride(self.sizes(), self.strides(), size)) return ember::view(self, size);
-  return ember::view(ember::contiguous(self), size);
+  // PyTorch's _unsafe_view of the copy (its node is UnsafeViewBackward0).
+  const uint64_t first_node = autograd::next_sequence_nr();
+  Tensor result = ember::view(ember::contiguous(self), size);
+  autograd::name_composite_node(result, first_node, "UnsafeViewBackward0");
+  return result;
 }
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -205,12 +211,14 @@ struct CatBackward final : Node {
 }  // namespace
 
 Tensor cat(const TensorList& tensors, int64_t dim) {
-  EMBER_CHECK(!tensors.empty(), Runtime, "cat(): expected a non-empty list of Tensors");
+  EMBER_CHECK(!tensors.empty(), Value, "torch.cat(): expected a non-empty list of Tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK(tensors[i].defined(), Runtime, "cat(): expected a defined tensor at position ", i);
     EMBER_CHECK(tensors[i].dim() > 0, Runtime, "zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated");
   }
+  if (forward_ad::wanted(tensors))
+    return with_linear_tangent(tensors, [&](const TensorList& parts) { return ember::cat(parts, dim); });
   // The first tensor that is not a legacy empty one sets the rank and shape.
   size_t ref = tensors.size();
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -272,6 +280,8 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
                 "stack expects each tensor to be equal size, but got ", tensors[0].sizes(), " at entry 0 and ",
                 tensors[i].sizes(), " at entry ", i);
   }
+  if (forward_ad::wanted(tensors))
+    return with_linear_tangent(tensors, [&](const TensorList& parts) { return ember::stack(parts, d); });
   const auto [dtype, device] = cat_result_type(tensors);
   DimVector shape = tensors[0].sizes();
   shape.insert((size_t)d, (int64_t)tensors.size());
@@ -330,14 +340,31 @@ struct SplitBackward final : Node {
   }
 };
 
-// Gives the pieces of `self` one node (output i of it for piece i) and marks them as
-// views that may not be written in place, as PyTorch's multi-output view functions.
-TensorList as_multi_output_views(TensorList&& pieces, const Tensor& self, std::shared_ptr<Node> node) {
-  for (size_t i = 0; i < pieces.size(); ++i) {
+// The pieces of `self` (piece(self, i) for i < n), made without grad, as views that share one node
+// (output i of it for piece i) and may not be written in place, as PyTorch's multi-output view
+// functions. With forward AD active, piece i's tangent is piece(tangent, i), made in the caller's
+// grad mode so that it keeps the tangent's reverse graph.
+template <typename F>
+TensorList multi_output_views(const Tensor& self, size_t n, const std::shared_ptr<Node>& node, F&& piece) {
+  TensorList pieces;
+  pieces.reserve(n);
+  {
+    NoGradGuard guard;
+    forward_ad::Pause pause;
+    for (size_t i = 0; i < n; ++i) pieces.push_back(piece(self, i));
+  }
+  for (size_t i = 0; i < n; ++i) {
     if (node) autograd::set_history(pieces[i], node, (uint32_t)i);
     autograd::mark_view(pieces[i], self, /*multi_output=*/true);
   }
-  return std::move(pieces);
+  if (forward_ad::wanted({&self})) {
+    forward_ad::Pause pause;
+    const Tensor self_t = forward_ad::tangent(self);
+    const uint64_t first_node = node ? node->sequence_nr : 0;
+    for (size_t i = 0; i < n; ++i)
+      forward_ad::set_output_tangent(pieces[i], piece(self_t, i), {&self_t}, first_node, /*may_alias=*/true);
+  }
+  return pieces;
 }
 
 TensorList split_views(const Tensor& self, int64_t d, const IntList& lengths, const char* node_name) {
@@ -349,17 +376,11 @@ TensorList split_views(const Tensor& self, int64_t d, const IntList& lengths, co
     node->lengths = lengths;
     node->add_input(self);
   }
-  TensorList out;
-  out.reserve(lengths.size());
-  {
-    NoGradGuard guard;
-    int64_t start = 0;
-    for (int64_t len : lengths) {
-      out.push_back(ember::narrow(self, d, start, len));
-      start += len;
-    }
-  }
-  return as_multi_output_views(std::move(out), self, std::move(node));
+  IntList starts(lengths.size(), 0);
+  for (size_t i = 1; i < lengths.size(); ++i) starts[i] = starts[i - 1] + lengths[i - 1];
+  return multi_output_views(self, lengths.size(), node, [&](const Tensor& t, size_t i) {
+    return ember::narrow(t, d, starts[i], lengths[i]);
+  });
 }
 
 }  // namespace
@@ -421,13 +442,9 @@ TensorList unbind(const Tensor& self, int64_t dim) {
     node->count = (size_t)n;
     node->add_input(self);
   }
-  TensorList out;
-  out.reserve(n);
-  {
-    NoGradGuard guard;
-    for (int64_t i = 0; i < n; ++i) out.push_back(ember::select(self, d, i));
-  }
-  return as_multi_output_views(std::move(out), self, std::move(node));
+  return multi_output_views(self, (size_t)n, node, [&](const Tensor& t, size_t i) {
+    return ember::select(t, d, (int64_t)i);
+  });
 }
 
 Tensor view_as(const Tensor& self, const Tensor& other) { return ember::view(self, other.sizes()); }

@@ -238,7 +238,7 @@ DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* o
   (void)op;  // kept for the callers; PyTorch's message does not name the op
   size_t n = std::max(a.size(), b.size());
   DimVector out(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = n; i-- > 0;) {  // from the last dim, as PyTorch's infer_size (which mismatch it names)
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)

@@ -110,12 +110,12 @@ def to_dot(tensor_or_tensors: Any, params: Optional[Mapping[str, Any]] = None,
         identifier, new = node_id(fn)
         if not new:
             return identifier
-        if fn.name() == "AccumulateGrad":
+        if type(fn).__name__ == "AccumulateGrad":
             leaf = fn.variable
             label = f"{names.get(leaf._cdata, 'AccumulateGrad')}\n{_describe_tensor(leaf)}"
             lines.append(f"  {identifier} [label={_quote(label)} fillcolor={_LEAF_COLOR}]")
             return identifier
-        label = "\n".join([fn.name()] + _saved_lines(fn))
+        label = "\n".join([type(fn).__name__] + _saved_lines(fn))  # as torchviz: CopySlices, not torch::autograd::
         lines.append(f"  {identifier} [label={_quote(label)}]")
         for next_fn, _ in fn.next_functions:
             if next_fn is not None:

@@ -581,14 +581,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
     ndim = input.dim()
     if ndim in (3, 4) and mode in ("nearest", "nearest-exact"):
-        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
-        return _C._upsample(input, output_size, False, mode == "nearest-exact", False, h, w)
+        # PyTorch's entry points (and nodes: UpsampleNearest2DBackward0, ...) over ember's one _upsample kernel
+        exact = "_upsample_nearest_exact" if mode == "nearest-exact" else "upsample_nearest"
+        fn = getattr(_nn, f"{exact}{ndim - 2}d")
+        return fn(input, output_size, *(scales if scales else [None] * (ndim - 2)))
     if ndim in (3, 4) and mode == "area":
         pool = _C.adaptive_avg_pool1d if ndim == 3 else _nn.adaptive_avg_pool2d
         return pool(input, output_size)
     if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
-        h, w = (None, scales[0]) if scales and ndim == 3 else (tuple(scales) if scales else (None, None))
-        return _C._upsample(input, output_size, True, False, align_corners, h, w)
+        fn = _nn.upsample_linear1d if ndim == 3 else _nn.upsample_bilinear2d
+        return fn(input, output_size, align_corners, *(scales if scales else [None] * (ndim - 2)))
     if ndim == 4 and mode == "bicubic":
         h, w = tuple(scales) if scales else (None, None)
         return _nn.upsample_bicubic2d(input, output_size, align_corners, h, w)
