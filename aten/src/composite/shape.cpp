@@ -32,7 +32,6 @@
 #include "ember/ops/stack.h"
 #include "ember/ops/sum_to_size.h"
 #include "ember/ops/unbind.h"
-#include "ember/ops/unsqueeze.h"
 #include "ember/ops/view.h"
 #include "ember/ops/view_as.h"
 #include "ember/ops/zeros.h"
