@@ -109,6 +109,17 @@ def adjust_refcount(name, nbytes, delta):
         os.close(fd)  # releases the lock
 
 
+def _fresh_tracker_lock():
+    # A fork while another thread of the parent holds the resource tracker's lock (a queue's feeder
+    # thread registering a segment) leaves it held forever in the child, whose first tracker call hangs
+    # (seen: a DataLoader worker stuck in ensure_running). The child is single-threaded: a new lock is safe.
+    from multiprocessing import resource_tracker
+    resource_tracker._resource_tracker._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_tracker_lock)
+
+
 def start_tracker():
     """Starts the resource tracker now, so that processes forked from here on share it: a name is then
     unregistered from the tracker that registered it, whichever process unlinks it."""
