@@ -10,17 +10,7 @@ import pytest
 import ember
 import ember.multiprocessing as mp
 from ember.multiprocessing import _shared_memory
-
-STRATEGIES = sorted(mp.get_all_sharing_strategies())
-TIMEOUT = 120
-
-
-@pytest.fixture(params=STRATEGIES)
-def strategy(request):
-    prev = mp.get_sharing_strategy()
-    mp.set_sharing_strategy(request.param)
-    yield request.param
-    mp.set_sharing_strategy(prev)
+from test_multiprocessing import TIMEOUT, strategy  # noqa: F401  (the sharing-strategy fixture)
 
 
 def _our_segments(pids):
