@@ -19,7 +19,7 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype", "node_name", "plain_tuple"}
+           "same_dtype", "node_name", "plain_tuple", "inplace_variants"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -81,6 +81,7 @@ class Op:
     same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
     plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
     node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
+    inplace_variants: list = None  # the Python forms of the derived `op_` (default: see python_groups)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -244,6 +245,13 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("node_name"),
                             f"{sig.full_name}: node_name is a node class name, on a composite op")
         op.node_name = str(entry["node_name"])
+    if "inplace_variants" in entry:
+        forms = entry["inplace_variants"]
+        if ("inplace" not in derive or not sig.param("self") or not isinstance(forms, list) or not forms
+                or any(v not in variants for v in forms)):
+            raise SpecError(file, entry.line_of("inplace_variants"), f"{sig.full_name}: inplace_variants lists "
+                            "variants of the op (function, method) for its derived inplace form")
+        op.inplace_variants = list(forms)
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if "same_dtype" in entry:

@@ -60,7 +60,7 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type, set_default_device, get_default_device,
 )
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
-from ._small_api import compile, square, triu_indices, tril_indices  # noqa: E402,F401
+from ._small_api import compile, detach, detach_, fill, square, square_, triu_indices, tril_indices  # noqa: E402,F401
 from ._type_info import finfo, iinfo  # noqa: E402,F401
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
@@ -155,4 +155,5 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "promote_types", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "allclose", "equal", "unique", "from_dlpack", "save", "load",
     "square", "finfo", "iinfo", "triu_indices", "tril_indices", "compile",
+    "square_", "fill", "detach", "detach_",
 ] + list(_LEGACY_TYPES)
