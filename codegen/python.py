@@ -160,6 +160,9 @@ def _body(op, ov, has_out, inplace):
     elif ov.form == "method" and op.returns_tensor:
         # `x.to(x.dtype) is x`, as in PyTorch: an op returning its receiver returns the same object.
         lines.append(f"return wrap_same({call}, self_obj);")
+    elif op.returns_tensor and "self" in [p.name for p in ov.params] and "self" not in ov.allow_number:
+        # Likewise `ember.positive(x) is x`, `ember.zero_(x) is x`.
+        lines.append(f"return wrap_same({call}, parsed[{[p.name for p in ov.params].index('self')}]);")
     else:
         lines.append(f"return wrap({call});")
     return "\n      ".join(lines)

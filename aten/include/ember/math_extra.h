@@ -47,7 +47,9 @@ template <typename T> EMBER_HD inline bool signbit(T x) {
 template <int Nu> EMBER_HD inline double bessel_i(double x) {
   const double ax = std::fabs(x);
   double r;
-  if (ax <= 30.0) {
+  if (ax == HUGE_VAL) {
+    r = HUGE_VAL;
+  } else if (ax <= 30.0) {
     const double q = 0.25 * x * x;
     double term = Nu == 0 ? 1.0 : 0.5 * ax, sum = term;
     for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
