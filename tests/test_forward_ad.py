@@ -26,6 +26,7 @@ from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import JVP_CHECKED as PADPOOL_JVP_CHECKED
 from test_lapack2 import JVP_CHECKED as LAPACK2_JVP_CHECKED
 from test_tensor_api_gaps import JVP_CHECKED as TENSOR_API_JVP_CHECKED
+from test_torch_namespace_gaps import JVP_CHECKED as NAMESPACE_GAPS_JVP_CHECKED
 
 try:
     import torch
@@ -114,6 +115,7 @@ OWN_CHECKS |= {"_rnn_fused", "_rnn_backward", "_rnn_reference",
 
 
 OWN_CHECKS |= TENSOR_API_JVP_CHECKED  # unfold/as_strided helpers, *_as: tests/test_tensor_api_gaps.py
+OWN_CHECKS |= NAMESPACE_GAPS_JVP_CHECKED  # float_power, concatenate, ...: tests/test_torch_namespace_gaps.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

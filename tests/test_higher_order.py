@@ -22,6 +22,7 @@ from test_losses_regression import GRAD_CASES as LOSSREG_CASES
 from test_padpool import HIGHER_ORDER_CASES as PADPOOL_CASES
 from test_rnn_fused import HIGHER_ORDER_CASES as RNN_CASES
 from test_tensor_api_gaps import HIGHER_ORDER_CASES as TENSOR_API_CASES
+from test_torch_namespace_gaps import HIGHER_ORDER_CASES as NAMESPACE_GAPS_CASES
 
 try:
     import torch
@@ -227,6 +228,7 @@ NOT_IN_HARNESS = {
     **LAPACK2_CASES,  # lapack2 (issue 11): pinv, cond, matrix_rank, matrix_power, in tests/test_lapack2.py
     **RNN_CASES,  # rnn (issue 12): the fused layer, its backward, ember-ops rerun and JVP (tests/test_rnn_fused.py)
     **TENSOR_API_CASES,  # *_as methods, unfold/as_strided backward helpers (tests/test_tensor_api_gaps.py)
+    **NAMESPACE_GAPS_CASES,  # float_power, concatenate, row_stack (tests/test_torch_namespace_gaps.py)
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

@@ -77,7 +77,7 @@ def test_unary_special_values_match_numpy(name, dtype):
     with np.errstate(all="ignore"):
         want = NUMPY_UNARY[name](a.astype(np.float64))
     if name == "i0":
-        want = np.where(np.isinf(a), np.inf, want)  # np.i0(-inf) is NaN; I0 is even: +inf
+        want = np.where(np.isinf(a), np.nan, want)  # NaN at +-inf, as PyTorch's
     got = getattr(ember, name)(ember.tensor(a))
     assert got.dtype == ember.tensor(a).dtype
     rtol = 1e-6 if dtype == np.float32 else 1e-13
@@ -105,6 +105,7 @@ def test_i0_and_i1_over_their_range():
         np.testing.assert_allclose(ember.i0(ember.tensor(x32)).numpy(), np.i0(x32.astype(np.float64)).astype(np.float32),
                                    rtol=2e-6)
     assert np.isinf(ember.i0(ember.tensor([800.0], dtype=ember.float64)).item())
+    assert np.isnan(ember.i0(ember.tensor([np.inf, -np.inf])).numpy()).all()  # as PyTorch
     # I1' = I0 - I1 / x: i0's gradient is I1, checked against the derivative of the series.
     t = ember.tensor([-3.0, 0.0, 0.7, 40.0], dtype=ember.float64, requires_grad=True)
     ember.i0(t).sum().backward()
@@ -360,3 +361,60 @@ def test_values_match_pytorch_in_every_float_dtype():
         for name in ("gcd", "lcm"):
             assert getattr(ember, name)(ember.tensor(a), ember.tensor(b)).tolist() == getattr(torch, name)(
                 torch.tensor(a), torch.tensor(b)).tolist()
+
+
+# Composites the harness does not gradcheck (tests/test_forward_ad.py counts these as checked here).
+JVP_CHECKED = {"concatenate", "row_stack", "float_power.Tensor_Tensor", "float_power.Tensor_Scalar", "float_power.Scalar",
+               "float_power_", "float_power_.Scalar", "heaviside", "isreal", "greater", "greater_equal", "less",
+               "less_equal", "not_equal"}
+
+
+def test_gradients_and_jvps_of_the_composites():
+    from ember.autograd import forward_ad as fwAD
+    from ember.autograd import gradcheck
+
+    def f64(*shape):
+        return (ember.rand(*shape, dtype=ember.float64) + 0.5).requires_grad_()
+
+    a, b, e = f64(2, 3), f64(1, 3), f64(2, 3)
+    checks = [(lambda x, y: ember.concatenate([x, y], axis=0), (a, b)), (lambda x, y: ember.row_stack([x, y]), (a, b)),
+              (ember.float_power, (a, e)), (lambda x: ember.float_power(x, 2.5), (a,)),
+              (lambda y: ember.float_power(1.5, y), (e,)), (lambda x: x.clone().float_power_(e.detach()), (a,)),
+              (lambda x: x.clone().float_power_(-1.5), (a,))]
+    for fn, inputs in checks:
+        assert gradcheck(fn, inputs, check_forward_ad=True)
+    # Boolean results carry no tangent and no gradient, as PyTorch's.
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(a.detach(), ember.ones(2, 3, dtype=ember.float64))
+        for name in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
+            out = getattr(ember, name)(dual, 1.0)
+            assert out.dtype == ember.bool and fwAD.unpack_dual(out).tangent is None
+        assert fwAD.unpack_dual(ember.isreal(dual)).tangent is None
+    assert not ember.greater(a, b).requires_grad and not ember.isreal(a).requires_grad
+    # heaviside has no derivative (PyTorch's is not implemented either).
+    h = ember.heaviside(a, b)
+    with pytest.raises(RuntimeError, match="is not implemented"):
+        h.sum().backward()
+
+
+def _f64(*shape):
+    return (ember.rand(*shape, dtype=ember.float64) + 0.5).requires_grad_()
+
+
+# Second derivatives of the composites the harness does not sample (tests/test_higher_order.py runs them).
+HIGHER_ORDER_CASES = {
+    "concatenate": [(lambda x, y: ember.concatenate([x * x, y], axis=1), lambda: (_f64(2, 3), _f64(2, 2)), {})],
+    "row_stack": [(lambda x, y: ember.row_stack([x * x, y]), lambda: (_f64(3), _f64(2, 3)), {})],
+    "float_power.Tensor_Tensor": [(ember.float_power, lambda: (_f64(2, 3), _f64(2, 3)), {})],
+    "float_power.Tensor_Scalar": [(lambda x: ember.float_power(x, 2.5), lambda: (_f64(2, 3),), {})],
+    "float_power.Scalar": [(lambda y: ember.float_power(1.5, y), lambda: (_f64(2, 3),), {})],
+    "float_power_": [(lambda x: (x * 1).float_power_(ember.full((2, 3), 1.5, dtype=ember.float64)),
+                      lambda: (_f64(2, 3),), {})],
+    "float_power_.Scalar": [(lambda x: (x * 1).float_power_(-1.5), lambda: (_f64(2, 3),), {})],
+}
+# Bool results and heaviside (no derivative, as PyTorch's) times a differentiable factor: the graph stays sound.
+HIGHER_ORDER_CASES.update({name: [(lambda x, y, name=name: getattr(ember, name)(x, y) * x, lambda: (_f64(2, 3), _f64(3)), {})]
+                           for name in COMPARISON_ALIASES})
+HIGHER_ORDER_CASES["isreal"] = [(lambda x: ember.isreal(x) * x, lambda: (_f64(2, 3),), {})]
+HIGHER_ORDER_CASES["heaviside"] = [(lambda x, y: ember.heaviside(x.detach(), y.detach()) * x,
+                                    lambda: (_f64(2, 3), _f64(3)), {})]

@@ -48,7 +48,7 @@ template <int Nu> EMBER_HD inline double bessel_i(double x) {
   const double ax = std::fabs(x);
   double r;
   if (ax == HUGE_VAL) {
-    r = HUGE_VAL;
+    r = NAN;  // as PyTorch's (whose Chebyshev form gives inf * 0)
   } else if (ax <= 30.0) {
     const double q = 0.25 * x * x;
     double term = Nu == 0 ? 1.0 : 0.5 * ax, sum = term;
