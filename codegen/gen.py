@@ -431,7 +431,8 @@ def generate(model, out, shards, cuda):
     # per op, so an edit recompiles that op's kernels only.
     for name in kernel_names(model):
         group = [g for g in by_name[name] if g.op.kind in KERNEL_KINDS]
-        render("functors.h.j2", f"ember/functors/{name}.h", ops=group)
+        called = {f for g in group if g.op.scalar is not None for f in expr.called_functions(g.op.scalar)}
+        render("functors.h.j2", f"ember/functors/{name}.h", ops=group, extra_math=bool(called & expr.EXTRA_FUNCTIONS))
         render("kernels.cpp.j2", f"kernels/{name}.cpp", ops=group, name=name)
         if cuda:
             render("kernels.cu.j2", f"kernels/{name}.cu", ops=group, name=name)

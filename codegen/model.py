@@ -19,7 +19,7 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype", "node_name", "plain_tuple", "autocast"}
+           "same_dtype", "node_name", "plain_tuple", "autocast", "inplace_variants"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -85,6 +85,7 @@ class Op:
     plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
     node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
     autocast: dict = field(default_factory=dict)  # device type -> policy (AUTOCAST_POLICIES) under autocast
+    inplace_variants: list = None  # the Python forms of the derived `op_` (default: see python_groups)
     derivative: Derivative = None
     test_dtypes: list = field(default_factory=list)  # `test: dtypes:` resolved, for an op without `dtypes:`
 
@@ -250,6 +251,13 @@ def _parse_op(entry, sets, file):
         op.node_name = str(entry["node_name"])
     if "autocast" in entry:
         op.autocast = _autocast(entry, sig, kind, file)
+    if "inplace_variants" in entry:
+        forms = entry["inplace_variants"]
+        if ("inplace" not in derive or not sig.param("self") or not isinstance(forms, list) or not forms
+                or any(v not in variants for v in forms)):
+            raise SpecError(file, entry.line_of("inplace_variants"), f"{sig.full_name}: inplace_variants lists "
+                            "variants of the op (function, method) for its derived inplace form")
+        op.inplace_variants = list(forms)
     if "reject_bool" in entry:
         op.reject_bool = str(entry["reject_bool"])
     if "same_dtype" in entry:

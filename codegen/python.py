@@ -160,6 +160,9 @@ def _body(op, ov, has_out, inplace):
     elif ov.form == "method" and op.returns_tensor:
         # `x.to(x.dtype) is x`, as in PyTorch: an op returning its receiver returns the same object.
         lines.append(f"return wrap_same({call}, self_obj);")
+    elif op.returns_tensor and "self" in [p.name for p in ov.params] and "self" not in ov.allow_number:
+        # Likewise `ember.positive(x) is x`, `ember.zero_(x) is x`.
+        lines.append(f"return wrap_same({call}, parsed[{[p.name for p in ov.params].index('self')}]);")
     else:
         lines.append(f"return wrap({call});")
     return "\n      ".join(lines)
@@ -175,8 +178,10 @@ def python_groups(model, ops):
         if "method" in op.variants and op.sig.param("self"):
             forms.append(("method", op.name, op.is_inplace))
         if "inplace" in op.derive and op.sig.param("self"):
-            # A function-only op's in-place form is a function too (torch.selu_, torch._C._nn.elu_).
-            forms.append(("function" if op.variants == ["function"] else "method", op.name + "_", True))
+            # A function-only op's in-place form is a function too (torch.selu_, torch._C._nn.elu_);
+            # `inplace_variants:` gives others both forms, as PyTorch's torch.sin_.
+            default = ["function"] if op.variants == ["function"] else ["method"]
+            forms += [(form, op.name + "_", True) for form in op.inplace_variants or default]
         for form, pyname, inplace in forms:
             params = [p for p in op.sig.params if not (form == "method" and p.name == "self")]
             has_out = "out" in op.derive and not inplace

@@ -151,6 +151,29 @@ def test_out_overlap_on_derived_out_of_non_pointwise_ops(tmp_path):
         assert "out_overlap is partial or any, on a non-pointwise op deriving out" in error_of(tmp_path, body)
 
 
+def test_inplace_variants_name_forms_of_a_derived_inplace(tmp_path):
+    from codegen.python import python_groups
+    model = load(tmp_path, GOOD_OP + "  inplace_variants: [function, method]\n")
+    forms = {(g.form, g.pyname) for g in python_groups(model, model.ops)}
+    assert {("function", "mul_"), ("method", "mul_")} <= forms  # as torch.sin_ and Tensor.sin_
+    plain = load(tmp_path, GOOD_OP)  # by default a method only (Tensor.add_, no torch.add_)
+    assert ("function", "mul_") not in {(g.form, g.pyname) for g in python_groups(plain, plain.ops)}
+    for body in (GOOD_OP + "  inplace_variants: [function, method]\n  derive: [out]\n",
+                 GOOD_OP + "  variants: [method]\n  inplace_variants: [function]\n",
+                 GOOD_OP + "  inplace_variants: []\n"):
+        msg = error_of(tmp_path, body)
+        assert msg.startswith("ops.yaml:") and "inplace_variants lists variants of the op" in msg, msg
+
+
+def test_extra_math_is_included_only_by_the_functors_calling_it(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",
+                        "--out", str(tmp_path / "gen")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    functors = tmp_path / "gen" / "ember" / "functors"
+    assert '#include "ember/math_extra.h"' in (functors / "gcd.h").read_text()
+    assert '#include "ember/math_extra.h"' not in (functors / "add.h").read_text()
+
+
 def test_fill_checks_its_value_before_dispatch(tmp_path):
     # fits_self: the overflow check runs in the op entry, so CUDA's kernel is covered as the CPU one.
     r = subprocess.run([sys.executable, "-m", "codegen", "--ops", "ops.yaml", "--derivatives", "derivatives.yaml",

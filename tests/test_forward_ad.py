@@ -29,6 +29,7 @@ from test_tensor_api_gaps import JVP_CHECKED as TENSOR_API_JVP_CHECKED
 from test_lapack_lu import JVP_CHECKED as LU_JVP_CHECKED
 from test_frexp import JVP_CHECKED as FREXP_JVP_CHECKED
 from test_nn_ctc_loss import JVP_CHECKED as CTC_JVP_CHECKED
+from test_torch_namespace_gaps import JVP_CHECKED as NAMESPACE_GAPS_JVP_CHECKED
 
 try:
     import torch
@@ -118,6 +119,7 @@ OWN_CHECKS |= {"_rnn_fused", "_rnn_backward", "_rnn_reference",
 
 OWN_CHECKS |= TENSOR_API_JVP_CHECKED  # unfold/as_strided helpers, *_as: tests/test_tensor_api_gaps.py
 OWN_CHECKS |= LU_JVP_CHECKED | FREXP_JVP_CHECKED | CTC_JVP_CHECKED  # op-gaps (issue 12): their own test files
+OWN_CHECKS |= NAMESPACE_GAPS_JVP_CHECKED  # float_power, concatenate, ...: tests/test_torch_namespace_gaps.py
 
 
 def test_every_differentiable_op_has_a_jvp_check():

@@ -24,6 +24,7 @@ from test_rnn_fused import HIGHER_ORDER_CASES as RNN_CASES
 from test_tensor_api_gaps import HIGHER_ORDER_CASES as TENSOR_API_CASES
 from test_lapack_lu import HIGHER_ORDER_CASES as LU_CASES
 from test_frexp import HIGHER_ORDER_CASES as FREXP_CASES
+from test_torch_namespace_gaps import HIGHER_ORDER_CASES as NAMESPACE_GAPS_CASES
 
 try:
     import torch
@@ -230,6 +231,7 @@ NOT_IN_HARNESS = {
     **RNN_CASES,  # rnn (issue 12): the fused layer, its backward, ember-ops rerun and JVP (tests/test_rnn_fused.py)
     **TENSOR_API_CASES,  # *_as methods, unfold/as_strided backward helpers (tests/test_tensor_api_gaps.py)
     **LU_CASES, **FREXP_CASES,  # op-gaps (issue 12): tests/test_lapack_lu.py, tests/test_frexp.py
+    **NAMESPACE_GAPS_CASES,  # float_power, concatenate, row_stack (tests/test_torch_namespace_gaps.py)
 }
 EXPLICIT = [(name, i, *case) for name, cases in NOT_IN_HARNESS.items() for i, case in enumerate(cases)]
 

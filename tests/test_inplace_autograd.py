@@ -227,6 +227,8 @@ OWN_LEAK_CALLS = {
     "index_fill.int_Scalar": lambda y, w: y.index_fill_(1, LEAK_INDEX[0], 0.5),
     "masked_scatter": lambda y, w: y.masked_scatter_(w > 1, w),
     "put": lambda y, w: y.put_(LEAK_INDEX[0], w[0], accumulate=True),
+    # pw-gaps: heaviside has no derivative (as in PyTorch), so its operands are detached
+    "heaviside": lambda y, w: y.detach().heaviside_(w.detach()),
 }
 
 

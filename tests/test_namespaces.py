@@ -45,9 +45,11 @@ def test_namespace_tables_match_the_spec():
     assert set(ember._C._op_modules) == {""} | set(PYTHON_MODULES)
     for path, table in ember._C._op_modules.items():
         ops = [op for op in model.ops if op.python_module == path and "function" in op.variants]
-        # A function-only op's derived in-place form is a function too (torch.selu_, torch._C._nn.elu_).
+        # A function-only op's derived in-place form is a function too (torch.selu_, torch._C._nn.elu_),
+        # as are those `inplace_variants:` lists (torch.sin_).
         expected = {public_name(op) for op in ops} | {
-            public_name(op) + "_" for op in ops if op.variants == ["function"] and "inplace" in op.derive}
+            public_name(op) + "_" for op in ops if "inplace" in op.derive
+            and "function" in (op.inplace_variants or (["function"] if op.variants == ["function"] else []))}
         assert set(table.__all__) == expected, path
         assert sys.modules[table.__name__] is table  # importable, as PyTorch's torch._C._linalg
         if path == "nn":

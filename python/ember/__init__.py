@@ -60,7 +60,7 @@ from ._creation import (  # noqa: E402,F401
     randint_like, is_tensor, is_floating_point, numel, result_type, set_default_device, get_default_device,
 )
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
-from ._small_api import compile, square, triu_indices, tril_indices  # noqa: E402,F401
+from ._small_api import compile, detach, detach_, fill, square, square_, triu_indices, tril_indices  # noqa: E402,F401
 from ._tuple_out import frexp, geqrf, lu_unpack  # type: ignore[assignment]  # noqa: E402,F401  (their out= tuples)
 from ._type_info import finfo, iinfo  # noqa: E402,F401
 from ._layout import layout, strided  # noqa: E402,F401
@@ -77,8 +77,7 @@ from ._scatter_composites import (  # noqa: E402,F401
 )
 from ._quantile import quantile, nanquantile  # noqa: E402,F401
 from ._aliases import (  # noqa: E402,F401
-    concat, concatenate, row_stack, moveaxis, adjoint, detach, split_with_sizes, unsafe_chunk, unsafe_split,
-    unsafe_split_with_sizes, COPY_FUNCTIONS as _COPY_FUNCTIONS,
+    adjoint, split_with_sizes, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, COPY_FUNCTIONS as _COPY_FUNCTIONS,
 )
 from ._legacy_linalg import (  # noqa: E402,F401
     svd, qr, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, orgqr, ormqr, solve, lstsq, eig, symeig,
@@ -219,6 +218,7 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "set_deterministic_debug_mode", "get_deterministic_debug_mode", "get_num_interop_threads",
     "set_num_interop_threads", "set_flush_denormal", "seed", "can_cast", "set_printoptions", "TypedStorage",
     "is_storage", "is_nonzero", "is_same_size", "is_signed", "is_conj", "is_neg", "is_inference", "is_complex",
-    "conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "concat", "concatenate", "row_stack",
-    "moveaxis", "adjoint", "detach", "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    "conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg",
+    "adjoint", "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    "square_", "fill", "detach", "detach_",
 ] + list(_LEGACY_TYPES) + list(_LEGACY_STORAGES) + list(_COPY_FUNCTIONS) + _AUTOCAST_NAMES

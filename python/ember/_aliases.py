@@ -1,26 +1,7 @@
-"""torch.* names that are other names of shape ops (concat, row_stack, moveaxis, adjoint, ...) and the
-*_copy forms of the view ops (the view's values in a new contiguous tensor, as torch's view_copy family)."""
+"""torch.* names that are other names of shape ops (adjoint, split_with_sizes, unsafe_*; plain aliases such as
+concat and moveaxis are ops.yaml entries) and the *_copy forms of the view ops (the view's values in a new
+contiguous tensor, as torch's view_copy family)."""
 from . import _C
-
-
-def concat(tensors, dim=0, *, out=None):
-    """Alias of cat."""
-    return _C.cat(tensors, dim) if out is None else _C.cat(tensors, dim, out=out)
-
-
-def concatenate(tensors, axis=0, out=None):
-    """Alias of cat (NumPy's argument name `axis`)."""
-    return concat(tensors, axis, out=out)
-
-
-def row_stack(tensors, *, out=None):
-    """Alias of vstack."""
-    return _C.vstack(tensors) if out is None else _C.vstack(tensors, out=out)
-
-
-def moveaxis(input, source, destination):
-    """Alias of movedim."""
-    return _C.movedim(input, source, destination)
 
 
 def adjoint(input):
@@ -29,11 +10,6 @@ def adjoint(input):
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input.dim()}-D tensor.")
     return input.transpose(-2, -1)
-
-
-def detach(input):
-    """input.detach(): the same values, cut from the graph."""
-    return input.detach()
 
 
 def split_with_sizes(input, split_sizes, dim=0):

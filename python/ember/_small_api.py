@@ -1,4 +1,4 @@
-"""Small functions PyTorch has beside its ops: square, triu_indices, tril_indices and compile."""
+"""Small functions PyTorch has beside its ops: square(_), fill, detach(_), triu_indices, tril_indices and compile."""
 import numpy as np
 
 from . import _C
@@ -8,6 +8,28 @@ from ._creation import tensor
 def square(input, *, out=None):
     """input ** 2, as pow(input, 2) (bool gives int64, as PyTorch's)."""
     return _C.pow(input, 2) if out is None else _C.pow(input, 2, out=out)
+
+
+def square_(input):
+    """input **= 2 in place (pow_(2)); returns input."""
+    return input.pow_(2)
+
+
+def fill(input, value):
+    """A new tensor of input's shape, dtype and device filled with `value` (a number or a 0-d tensor)."""
+    if isinstance(value, _C.TensorBase) and value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+    return input.clone().fill_(value)  # through clone, so the result's gradient to input is zero, as PyTorch's
+
+
+def detach(input):
+    """A new tensor sharing input's data, detached from the graph (Tensor.detach)."""
+    return input.detach()
+
+
+def detach_(input):
+    """Detaches input from the graph in place (Tensor.detach_); returns input."""
+    return input.detach_()
 
 
 def _triangle_indices(name, numpy_fn, row, col, offset, dtype, device):

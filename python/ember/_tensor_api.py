@@ -215,7 +215,7 @@ def _attach_function_methods() -> None:
     names = ("inner", "vdot", "diagflat", "dsplit", "hsplit", "vsplit", "cov", "corrcoef", "quantile", "nanquantile",
              "ravel", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
              "as_strided_scatter", "renorm", "addr", "matrix_exp", "cholesky_solve", "cholesky_inverse",
-             "triangular_solve", "svd", "qr", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig", "moveaxis", "adjoint",
+             "triangular_solve", "svd", "qr", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig", "adjoint",
              "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes")
     setattr(TensorApi, "narrow_copy", _method(_aliases.COPY_FUNCTIONS["narrow_copy"], "narrow_copy"))
     for name in names:

@@ -8,7 +8,7 @@ from .samples import GENERATORS
 TEST_KEYS = {"samples", "cases", "ref", "kwargs", "domain_a", "domain_b", "distinct",
              "specials", "tol", "dtypes", "grad", "no_gradgrad", "skip"}
 CASE_KEYS = {"shape", "args", "kwargs", "noncontig"}
-DOMAINS = {"positive", "nonzero", "small", "distinct", "near_one", "away_from_bounds", "open_unit"}
+DOMAINS = {"positive", "nonzero", "small", "distinct", "near_one", "away_from_bounds", "open_unit", "above_one"}
 
 
 def lint(spec):

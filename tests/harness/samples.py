@@ -88,7 +88,7 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
     n = int(np.prod(shape, dtype=np.int64))
     cat = category(dtype)
     if cat == 0:
-        if domain in ("positive", "nonzero", "near_one"):
+        if domain in ("positive", "nonzero", "near_one", "above_one"):
             return np.ones(shape, dtype=bool)
         if domain == "open_unit":
             return np.zeros(shape, dtype=bool)
@@ -105,6 +105,8 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
             v = rng.choice([1, 1, 2] if lo == 0 else [1, 1, 2, -1], shape)
         elif domain == "open_unit":
             v = np.zeros(shape, dtype=np.int64)        # the only integer inside (-1, 1)
+        elif domain == "above_one":
+            v = rng.integers(2, 5, shape)
         elif domain == "distinct_a":
             v = 2 * rng.integers(0 if lo == 0 else -2, 3, shape)            # even
         elif domain == "distinct_b":
@@ -124,6 +126,8 @@ def make_values(rng, shape, dtype, domain=None, specials=False, bounds=()):
         v = rng.uniform(0.75, 1.25, shape)
     elif domain == "open_unit":
         v = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "above_one":                 # acosh: real and smooth beyond 1
+        v = rng.uniform(1.25, 3.0, shape)
     elif domain == "distinct_a":                # odd multiples of 1/4: never equal to distinct_b or an integer
         v = (2 * rng.integers(-4, 4, shape) + 1) * 0.25
     elif domain == "distinct_b":                # odd multiples of 1/2
