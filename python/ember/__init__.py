@@ -69,8 +69,8 @@ from ._factories import (  # noqa: E402,F401
     blackman_window, bartlett_window, kaiser_window,
 )
 from ._composites import (  # noqa: E402,F401
-    inner, vdot, hsplit, vsplit, dsplit, column_stack, diagflat, block_diag, broadcast_shapes, cov, corrcoef,
-    trapezoid, trapz, cumulative_trapezoid, vander, unravel_index, isin, chain_matmul, ravel, addr, renorm,
+    hsplit, vsplit, dsplit, block_diag, broadcast_shapes, trapezoid, trapz, cumulative_trapezoid, unravel_index, isin,
+    chain_matmul, addr,
 )
 from ._scatter_composites import (  # noqa: E402,F401
     index_put, index_reduce, select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter,
@@ -208,9 +208,8 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     # api-gaps: Python composites and factories (see the modules imported above)
     "layout", "strided", "empty_strided", "empty_permuted", "scalar_tensor", "asarray", "frombuffer", "logspace",
     "range", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-    "inner", "vdot", "hsplit", "vsplit", "dsplit", "column_stack", "diagflat", "block_diag", "broadcast_shapes", "cov",
-    "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "vander", "unravel_index", "isin", "chain_matmul",
-    "ravel", "addr", "renorm", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
+    "hsplit", "vsplit", "dsplit", "block_diag", "broadcast_shapes", "trapezoid", "trapz", "cumulative_trapezoid",
+    "unravel_index", "isin", "chain_matmul", "addr", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
     "as_strided_scatter", "quantile", "nanquantile", "svd", "qr", "triangular_solve", "cholesky_solve",
     "cholesky_inverse", "matrix_exp", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig",
     "use_deterministic_algorithms",

@@ -1,7 +1,7 @@
 """torch.* functions PyTorch composes from other ops (ATen's CompositeImplicitAutograd ones and
-torch.functional's): inner, vdot, splits, diagflat, block_diag, broadcast_shapes, cov, corrcoef,
-trapezoid, vander, unravel_index, isin, chain_matmul, ravel, addr, renorm. Made of ember ops,
-so autograd records what they call."""
+torch.functional's) that take Python forms ops.yaml has no signature for: splits, block_diag,
+broadcast_shapes, trapezoid, unravel_index, isin, chain_matmul, addr. Made of ember ops, so autograd
+records what they call (inner, vdot, cov, renorm, ... are ops.yaml composites)."""
 import warnings
 
 from . import _C
@@ -14,24 +14,6 @@ def _as_tensor(value, like=None):
         return value
     from ._creation import tensor
     return tensor(value, device=None if like is None else like.device)
-
-
-def inner(input, other, *, out=None):
-    """The sum of products over the last dim of both (a product when either is 0-d)."""
-    if input.dim() == 0 or other.dim() == 0:
-        return _C.mul(input, other) if out is None else _C.mul(input, other, out=out)
-    if input.shape[-1] != other.shape[-1]:
-        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
-                           f"{list(input.shape)} and {list(other.shape)}")
-    result = _C.tensordot(input, other, [input.dim() - 1], [other.dim() - 1])
-    return result if out is None else out.copy_(result)
-
-
-def vdot(input, other, *, out=None):
-    """The dot product of two 1-D tensors (conjugating the first: the same for real ones)."""
-    if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
-    return _C.dot(input, other) if out is None else _C.dot(input, other, out=out)
 
 
 def _split_along(name, input, indices_or_sections, dim, min_dims):
@@ -61,17 +43,6 @@ def vsplit(input, indices_or_sections):
 def dsplit(input, indices_or_sections):
     """Splits along dim 2 of a tensor of 3+ dims, as NumPy's dsplit."""
     return _split_along("dsplit", input, indices_or_sections, 2, 3)
-
-
-def column_stack(tensors, *, out=None):
-    """hstack of the tensors, 0-d and 1-D ones made columns first."""
-    columns = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in tensors]
-    return _C.hstack(columns) if out is None else _C.hstack(columns, out=out)
-
-
-def diagflat(input, offset=0):
-    """The flattened input as the `offset` diagonal of a square matrix."""
-    return _C.diag(input.reshape(-1), offset)
 
 
 def block_diag(*tensors):
@@ -117,45 +88,6 @@ def broadcast_shapes(*shapes):
     return Size(result)
 
 
-def cov(input, *, correction=1, fweights=None, aweights=None):
-    """The covariance of the variables in the rows of input (observations in columns), with optional
-    frequency and observation weights."""
-    if input.dim() > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
-                           f"{input.dim()} dimensions")
-    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
-    x = x.reshape(1, -1) if x.dim() < 2 else x
-    observations = x.shape[1]
-    w = fweights
-    if aweights is not None:
-        w = aweights if w is None else w * aweights
-    if w is None:
-        w_sum = observations
-        average = x.mean(1)
-        norm = w_sum - correction
-    else:
-        w_sum = w.sum()
-        average = (x * w).sum(1) / w_sum
-        norm = w_sum - (correction * (w * aweights).sum() / w_sum if aweights is not None else correction)
-    if (norm <= 0).item() if isinstance(norm, _C.TensorBase) else norm <= 0:
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
-                      "observations.", UserWarning, stacklevel=2)
-        norm = norm.clamp(min=0) if isinstance(norm, _C.TensorBase) else 0
-    centered = x - average.unsqueeze(1)
-    c = _C.mm(centered, (centered if w is None else centered * w).t())
-    return (c / norm).squeeze()
-
-
-def corrcoef(input):
-    """Pearson correlation coefficients of the variables in the rows of input, clipped to [-1, 1]."""
-    c = cov(input)
-    if c.dim() == 0:
-        return c / c
-    stddev = c.diagonal().sqrt()
-    c = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
-    return c.clamp(-1, 1)
-
-
 def _trapezoid_terms(y, x, dx, dim):
     """The areas of the trapezoids between neighbouring samples along dim (dim last)."""
     n = y.shape[dim]
@@ -198,21 +130,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         x, dx = None, x
     dim = dim % max(y.dim(), 1)
     return _trapezoid_terms(_float_samples(y), x, dx, dim).cumsum(dim)
-
-
-def vander(x, N=None, increasing=False):
-    """The Vandermonde matrix: columns x^(N-1), ..., x^0 (x^0 first when increasing)."""
-    if x.dim() != 1:
-        raise RuntimeError("x must be a one-dimensional tensor.")
-    n = x.shape[0] if N is None else N
-    if n < 0:
-        raise RuntimeError("N must be non-negative.")
-    x = x.to(_C.promote_types(x.dtype, _C.int64))
-    result = _C.ones(x.shape[0], n, dtype=x.dtype, device=x.device)
-    if n > 1:
-        powers = x.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)
-        result = _C.cat([result[:, :1], powers], 1)
-    return result if increasing else result.flip(1)
 
 
 def unravel_index(indices, shape):
@@ -271,11 +188,6 @@ def chain_matmul(*matrices, out=None):
     return result if out is None else out.copy_(result)
 
 
-def ravel(input):
-    """The elements as a 1-D tensor (a view when the layout allows)."""
-    return input.reshape(-1)
-
-
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2) (input ignored, NaN included, when beta is 0)."""
     if vec1.dim() != 1 or vec2.dim() != 1:
@@ -290,16 +202,3 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     result = product + (input if beta == 1 else input * beta) if beta != 0 else product + zeros_like(input)
     return result if out is None else out.copy_(result)
 
-
-def renorm(input, p, dim, maxnorm):
-    """Each slice along dim whose p-norm exceeds maxnorm, scaled to norm maxnorm."""
-    if p <= 0:
-        raise RuntimeError("renorm: non-positive-norm not supported")
-    if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    dim = dim % max(input.dim(), 1)
-    others = [d for d in range(input.dim()) if d != dim]
-    from .linalg import vector_norm
-    norm = vector_norm(input, p, others, True) if others else input.abs()
-    factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), norm.new_ones(()))
-    return input * factor

@@ -208,21 +208,20 @@ def _in_place(fn: Callable, name: str) -> Callable:
 
 
 def _attach_function_methods() -> None:
-    """The methods of the Python composites: x.cov() is ember.cov(x), x.renorm_(...) writes renorm's
+    """The methods of the Python composites: x.addr(...) is ember.addr(x, ...), x.addr_(...) writes addr's
     result into x (recorded by autograd as a copy_); then every TensorApi member goes into ember.Tensor."""
     from . import _aliases, _composites, _legacy_linalg, _quantile, _scatter_composites, _tensor_view_ops, _typed_storage
     modules = (_composites, _quantile, _scatter_composites, _legacy_linalg, _aliases)
-    names = ("inner", "vdot", "diagflat", "dsplit", "hsplit", "vsplit", "cov", "corrcoef", "quantile", "nanquantile",
-             "ravel", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
-             "as_strided_scatter", "renorm", "addr", "matrix_exp", "cholesky_solve", "cholesky_inverse",
+    names = ("dsplit", "hsplit", "vsplit", "quantile", "nanquantile", "index_put", "index_reduce", "select_scatter",
+             "slice_scatter", "diagonal_scatter", "as_strided_scatter", "addr", "matrix_exp", "cholesky_solve",
+             "cholesky_inverse",
              "triangular_solve", "svd", "qr", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig", "adjoint",
              "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes")
     setattr(TensorApi, "narrow_copy", _method(_aliases.COPY_FUNCTIONS["narrow_copy"], "narrow_copy"))
     for name in names:
         fn = next(getattr(m, name) for m in modules if hasattr(m, name))
         setattr(TensorApi, name, _method(fn, name))
-    for name in ("renorm_", "addr_"):
-        setattr(TensorApi, name, _in_place(getattr(_composites, name[:-1]), name))
+    setattr(TensorApi, "addr_", _in_place(_composites.addr, "addr_"))
     for name, fn in (("index_reduce_", _scatter_composites.index_reduce_), ("storage", _typed_storage.tensor_storage),
                      ("storage_type", _typed_storage.storage_type)):
         setattr(TensorApi, name, _method(fn, name))

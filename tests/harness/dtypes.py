@@ -136,7 +136,7 @@ def round_to(values, dtype):
     """
     values = np.asarray(values)
     if dtype == "bfloat16":
-        f = np.ascontiguousarray(values, dtype=np.float32)
+        f = np.ascontiguousarray(values, dtype=np.float32).reshape(values.shape)  # 0-d stays 0-d
         bits = f.view(np.uint32).astype(np.uint64)
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
         out = bits.astype(np.uint32).view(np.float32).reshape(f.shape)

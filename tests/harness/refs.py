@@ -169,6 +169,13 @@ def np_vector_norm(a, ord=2, dim=None, keepdim=False):
     return np.asarray(r).astype(a.dtype)
 
 
+def np_renorm(a, p, dim, maxnorm):
+    """torch.renorm: each slice along dim scaled by maxnorm / (norm + 1e-7) where its p-norm exceeds maxnorm."""
+    others = tuple(d for d in range(a.ndim) if d != dim % a.ndim)
+    norm = np_vector_norm(a.astype(np.float64), p, others, True)
+    return (a * np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)).astype(a.dtype)
+
+
 def np_trunc_divide(a, b):
     """Division rounded towards zero; integers stay integers."""
     a, b = np.asarray(a), np.asarray(b)
@@ -231,7 +238,7 @@ HELPERS = {
     "np_as_strided": np_as_strided, "np_sum_to_size": np_sum_to_size,
     "np_split": np_split, "np_chunk": np_chunk, "np_unbind": np_unbind,
     "np_softmax": np_softmax, "np_log_softmax": np_log_softmax,
-    "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm,
+    "np_trunc_divide": np_trunc_divide, "np_vector_norm": np_vector_norm, "np_renorm": np_renorm,
     "np_erf": np_erf, "np_erfc": np_erfc, "np_erfinv": np_erfinv, "np_gelu": np_gelu, "np_gelu_backward": np_gelu_backward, "np_glu": np_glu,
 }
 

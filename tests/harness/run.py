@@ -51,7 +51,8 @@ def tolerance(op, dtype):
 # ----------------------------------------------------------------------------- calling
 
 def ordered_tensors(op, inputs):
-    return [inputs[role_of(op, p)] for p in tensor_args(op)]
+    # A keyword-only optional tensor (cov's fweights) keeps its default None: samples pass tensors by position.
+    return [inputs[role_of(op, p)] for p in tensor_args(op) if not (p.kw_only and p.type.optional)]
 
 
 def _self_index(op):

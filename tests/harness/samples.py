@@ -369,6 +369,12 @@ def gen_matmul(g):
                       ("noncontig", (3, 4), (4, 2), T, ST), ("empty-0x3-3x2", (0, 3), (3, 2), C, C)])
 
 
+def gen_inner(g):
+    return _pairs(g, [("2x3-4x3", (2, 3), (4, 3), C, C), ("3-2x3", (3,), (2, 3), C, C), ("0d-2x3", (), (2, 3), C, C),
+                      ("2x3-0d", (2, 3), (), C, C), ("noncontig", (3, 4), (2, 4), T, ST),
+                      ("empty-0x3-2x3", (0, 3), (2, 3), C, C), ("k0-2x0-3x0", (2, 0), (3, 0), C, C)])
+
+
 def _lists(g, specs):
     out = []
     for name, shapes, kwargs in specs:
@@ -399,6 +405,17 @@ def gen_stack(g):
     ])
 
 
+def gen_column_stack(g):
+    return _lists(g, [
+        ("1d-2d", [((3,), C), ((3, 2), C)], {}),
+        ("1d-1d", [((4,), C), ((4,), C)], {}),
+        ("0d", [((), C), ((), C)], {}),
+        ("one", [((2, 3), C)], {}),
+        ("empty", [((0,), C), ((0, 2), C)], {}),
+        ("noncontig", [((3, 2), T), ((3,), ST)], {}),
+    ])
+
+
 def gen_softmax(g):
     out = []
     for shape, dim, layout in [((2, 3, 4), 0, C), ((2, 3, 4), -1, C), ((2, 3, 4), 1, C), ((), 0, C),
@@ -426,7 +443,7 @@ GENERATORS = {
     "reduction": gen_reduction, "reduction_single": gen_reduction_single,
     "reduction_all": gen_reduction_all, "reduction_dim": gen_reduction_dim,
     "mm": gen_mm, "bmm": gen_bmm, "dot": gen_dot, "mv": gen_mv, "matmul": gen_matmul,
-    "cat": gen_cat, "stack": gen_stack, "softmax": gen_softmax,
+    "inner": gen_inner, "cat": gen_cat, "stack": gen_stack, "column_stack": gen_column_stack, "softmax": gen_softmax,
 }
 
 
