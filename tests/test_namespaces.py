@@ -122,3 +122,63 @@ def test_subpackages_are_attributes_after_import_ember():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
     assert ember.utils.trace.TraceMode is not None
+
+
+# What `import ember` leaves to first use: api-gaps' Python modules, ember.func, utils.checkpoint,
+# autograd.functional and the graph drawing (each costs import time, most of all without cached bytecode).
+LAZY_MODULES = ["ember._composites", "ember._factories", "ember._quantile", "ember._legacy_linalg",
+                "ember._runtime_flags", "ember._typed_storage", "ember._aliases", "ember._scatter_composites",
+                "ember._tensor_predicates", "ember._tensor_view_ops", "ember._type_info", "ember.func",
+                "ember.utils.checkpoint", "ember.autograd.functional", "ember.autograd._graph_dot"]
+
+
+def _run(code):
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_import_ember_leaves_the_api_gaps_modules_to_first_use():
+    out = _run("import sys, ember\nprint([m for m in " + repr(LAZY_MODULES) + " if m in sys.modules])")
+    assert eval(out) == []
+    # First uses load them: a function, a Tensor method (made on first access), a legacy storage, a submodule.
+    code = ("import sys, ember\n"
+            "t = ember.tensor([[1.0, 5.0], [3.0, 2.0]])\n"
+            "assert 'quantile' not in vars(ember) and callable(vars(ember.Tensor)['quantile'].__get__)\n"
+            "print(t.quantile(0.5).item(), ember.nanquantile(t, 0.5).item(), 'quantile' in vars(ember))\n"
+            "print(type(vars(ember.Tensor)['quantile']).__name__, ember.Tensor.quantile.__name__)\n"
+            "print(t.storage_type() is ember.FloatStorage, ember.finfo(ember.float32).eps == 2.0 ** -23)\n"
+            "print(ember.func.grad(lambda x: (x * x).sum())(t).tolist(), ember.utils.checkpoint.checkpoint.__name__)\n"
+            "print(ember.autograd.functional.jacobian(lambda x: x * 2, ember.ones(1)).tolist())\n"
+            "print(callable(ember.autograd.graph.to_dot), sorted(m for m in " + repr(LAZY_MODULES) +
+            " if m in sys.modules))\n")
+    lines = _run(code).splitlines()
+    assert lines[0] == "2.5 2.5 True"
+    assert lines[1] == "function quantile"
+    assert lines[2] == "True True"
+    assert lines[3] == "[[2.0, 10.0], [6.0, 4.0]] checkpoint"
+    assert lines[4] == "[[2.0]]"
+    used = ["ember._quantile", "ember._typed_storage", "ember._type_info", "ember.func", "ember.utils.checkpoint",
+            "ember.autograd.functional", "ember.autograd._graph_dot"]
+    assert lines[5] == f"True {sorted(used)}"
+
+
+def test_lazy_names_match_their_modules():
+    # Each listed name exists in its module, and each public function or class a module defines is listed.
+    import importlib
+    listed, methods = {}, {}
+    for name, where in ember._LAZY_FUNCTIONS.items():
+        listed.setdefault(where, set()).add(name)
+    for lazy in vars(ember._tensor_api)["_LAZY_METHODS"].values():
+        methods.setdefault(lazy.module, set()).add(lazy.function)
+    for where, names in ember._LAZY_MODULE_NAMES.items():
+        module = importlib.import_module(f"ember.{where}")
+        assert set(names.split()) == listed[where]
+        for name in names.split():
+            assert getattr(ember, name) is getattr(module, name), name
+        defined = {n for n, v in vars(module).items() if not n.startswith("_") and getattr(v, "__module__", None)
+                   == module.__name__ and (inspect.isfunction(v) or inspect.isclass(v))}
+        assert defined - listed[where] <= methods.get(where, set()), where  # the rest: Tensor methods only
+    for name, lazy in vars(ember._tensor_api).get("_LAZY_METHODS").items():
+        assert hasattr(importlib.import_module(f"ember.{lazy.module}"), lazy.function), name
+        assert inspect.isfunction(getattr(ember.Tensor, name)) and name in vars(ember.Tensor), name

@@ -62,55 +62,80 @@ from ._creation import (  # noqa: E402,F401
 from ._comparison import allclose, equal  # noqa: E402,F401  (Python bools: no ops.yaml entry)
 from ._small_api import compile, detach, detach_, fill, square, square_, triu_indices, tril_indices  # noqa: E402,F401
 from ._tuple_out import frexp, geqrf, lu_unpack  # type: ignore[assignment]  # noqa: E402,F401  (their out= tuples)
-from ._type_info import finfo, iinfo  # noqa: E402,F401
 from ._layout import layout, strided  # noqa: E402,F401
-from ._factories import (  # noqa: E402,F401
-    empty_strided, empty_permuted, scalar_tensor, asarray, frombuffer, logspace, range, hann_window, hamming_window,
-    blackman_window, bartlett_window, kaiser_window,
-)
-from ._composites import (  # noqa: E402,F401
-    hsplit, vsplit, dsplit, block_diag, broadcast_shapes, trapezoid, trapz, cumulative_trapezoid, unravel_index, isin,
-    chain_matmul, addr,
-)
-from ._scatter_composites import (  # noqa: E402,F401
-    index_put, index_reduce, select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter,
-)
-from ._quantile import quantile, nanquantile  # noqa: E402,F401
-from ._aliases import (  # noqa: E402,F401
-    adjoint, split_with_sizes, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, COPY_FUNCTIONS as _COPY_FUNCTIONS,
-)
-from ._legacy_linalg import (  # noqa: E402,F401
-    svd, qr, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, orgqr, ormqr, solve, lstsq, eig, symeig,
-)
-from ._runtime_flags import (  # noqa: E402,F401
-    use_deterministic_algorithms, are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
-    set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads, set_num_interop_threads,
-    set_flush_denormal, seed, can_cast, set_printoptions,
-)
-from ._typed_storage import TypedStorage, is_storage, LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402,F401
-from ._tensor_predicates import (  # noqa: E402,F401
-    is_nonzero, is_same_size, is_signed, is_conj, is_neg, is_inference, is_complex, conj, conj_physical,
-    conj_physical_, resolve_conj, resolve_neg,
-)
 from ._tensor_api import _attach_function_methods  # noqa: E402
 
-_attach_function_methods()
+_attach_function_methods()  # Tensor.cov, Tensor.storage(), ...: each loads its module on first use
 del _attach_function_methods
-globals().update(_LEGACY_STORAGES)  # ember.FloatStorage, ember.LongStorage, ...
-globals().update(_COPY_FUNCTIONS)  # ember.view_copy, ember.t_copy, ...
+
+# api-gaps' Python functions and classes: each module loads on first use of one of its names
+# (ember.quantile, ember.FloatStorage, ...), binding all of them, so `import ember` does not pay for them.
+_LEGACY_STORAGES = ("DoubleStorage FloatStorage HalfStorage BFloat16Storage LongStorage IntStorage ShortStorage "
+                    "CharStorage ByteStorage BoolStorage")
+_COPY_FUNCTIONS = ("alias_copy as_strided_copy detach_copy diagonal_copy expand_copy narrow_copy permute_copy "
+                   "select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy "
+                   "unbind_copy unfold_copy unsqueeze_copy view_copy")  # the view ops' copying forms
+_LAZY_MODULE_NAMES = {
+    "_type_info": "finfo iinfo",
+    "_factories": "empty_strided empty_permuted scalar_tensor asarray frombuffer logspace range hann_window "
+                  "hamming_window blackman_window bartlett_window kaiser_window",
+    "_composites": "hsplit vsplit dsplit block_diag broadcast_shapes trapezoid trapz cumulative_trapezoid "
+                   "unravel_index isin chain_matmul addr",
+    "_scatter_composites": "index_put index_reduce select_scatter slice_scatter diagonal_scatter as_strided_scatter",
+    "_quantile": "quantile nanquantile",
+    "_aliases": "adjoint split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes " + _COPY_FUNCTIONS,
+    "_legacy_linalg": "svd qr triangular_solve cholesky_solve cholesky_inverse matrix_exp orgqr ormqr solve lstsq eig "
+                      "symeig",
+    "_runtime_flags": "use_deterministic_algorithms are_deterministic_algorithms_enabled "
+                      "is_deterministic_algorithms_warn_only_enabled set_deterministic_debug_mode "
+                      "get_deterministic_debug_mode get_num_interop_threads set_num_interop_threads "
+                      "set_flush_denormal seed can_cast set_printoptions",
+    "_typed_storage": "TypedStorage is_storage " + _LEGACY_STORAGES,
+    "_tensor_predicates": "is_nonzero is_same_size is_signed is_conj is_neg is_inference is_complex conj "
+                          "conj_physical conj_physical_ resolve_conj resolve_neg",
+}
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
-from . import autograd, cuda, backends, func, linalg, utils  # noqa: E402,F401
+from . import autograd, cuda, backends, linalg, utils  # noqa: E402,F401
 from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 # These load on first use (ember.nn, `import ember.nn`): nn, optim and distributed are most of
 # `import ember`'s time, the others pull in pickle, zip or multiprocessing machinery.
-_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types", "multiprocessing", "amp", "cpu")
+_LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types", "multiprocessing", "amp", "cpu",
+                    "func")
 if _TYPE_CHECKING:
-    from . import distributed, nn, optim, serialization  # noqa: F401
+    from . import distributed, func, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401
+    from ._type_info import finfo, iinfo  # noqa: F401
+    from ._factories import (  # noqa: F401
+        empty_strided, empty_permuted, scalar_tensor, asarray, frombuffer, logspace, range, hann_window,
+        hamming_window, blackman_window, bartlett_window, kaiser_window,
+    )
+    from ._composites import (  # noqa: F401
+        hsplit, vsplit, dsplit, block_diag, broadcast_shapes, trapezoid, trapz, cumulative_trapezoid, unravel_index,
+        isin, chain_matmul, addr,
+    )
+    from ._scatter_composites import (  # noqa: F401
+        index_put, index_reduce, select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter,
+    )
+    from ._quantile import quantile, nanquantile  # noqa: F401
+    from ._aliases import adjoint, split_with_sizes, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: F401
+    from ._legacy_linalg import (  # noqa: F401
+        svd, qr, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, orgqr, ormqr, solve, lstsq, eig,
+        symeig,
+    )
+    from ._runtime_flags import (  # noqa: F401
+        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+        is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode, get_deterministic_debug_mode,
+        get_num_interop_threads, set_num_interop_threads, set_flush_denormal, seed, can_cast, set_printoptions,
+    )
+    from ._typed_storage import TypedStorage, is_storage  # noqa: F401
+    from ._tensor_predicates import (  # noqa: F401
+        is_nonzero, is_same_size, is_signed, is_conj, is_neg, is_inference, is_complex, conj, conj_physical,
+        conj_physical_, resolve_conj, resolve_neg,
+    )
 
 
 def __getattr__(name):
@@ -119,20 +144,25 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")  # binds ember.<name> as it imports
     if name in _LAZY_FUNCTIONS:
         import importlib
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
+        where = _LAZY_FUNCTIONS[name]
+        module = importlib.import_module(f"{__name__}.{where}")
+        for other in [n for n, w in _LAZY_FUNCTIONS.items() if w == where]:  # later uses skip __getattr__
+            globals()[other] = getattr(module, other)
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
 _LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization", "autocast": "amp.autocast_mode"}
+for _where, _names in _LAZY_MODULE_NAMES.items():
+    _LAZY_FUNCTIONS.update(dict.fromkeys(_names.split(), _where))
+del _where, _names
 
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY_FUNCTIONS))
 
 
-from .utils import checkpoint as _checkpoint  # noqa: E402  (makes ember.utils.checkpoint, as in PyTorch)
-del _checkpoint
 
 
 def manual_seed(seed):
@@ -220,4 +250,4 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg",
     "adjoint", "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
     "square_", "fill", "detach", "detach_",
-] + list(_LEGACY_TYPES) + list(_LEGACY_STORAGES) + list(_COPY_FUNCTIONS) + _AUTOCAST_NAMES
+] + list(_LEGACY_TYPES) + _LEGACY_STORAGES.split() + _COPY_FUNCTIONS.split() + _AUTOCAST_NAMES

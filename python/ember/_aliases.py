@@ -61,3 +61,4 @@ _VIEW_OPS = {
     "unsqueeze_copy": lambda x, dim: x.unsqueeze(dim), "view_copy": lambda x, size: x.view(size),
 }
 COPY_FUNCTIONS = {name: _copy_form(name, make) for name, make in _VIEW_OPS.items()}
+globals().update(COPY_FUNCTIONS)  # ember.view_copy, ... (ember binds them from here on first use)

@@ -207,27 +207,55 @@ def _in_place(fn: Callable, name: str) -> Callable:
     return method
 
 
+class _LazyMethod:
+    """A Tensor method made from a function of an api-gaps module, which loads on the method's first
+    access (keeping `import ember` fast); the method then replaces this descriptor in ember.Tensor."""
+
+    def __init__(self, module: str, function: str, make: Optional[Callable] = _method) -> None:
+        self.module, self.function, self.make = module, function, make
+        self.method: Optional[Callable] = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if self.method is None:
+            import importlib
+            from ._tensor import Tensor
+            fn = getattr(importlib.import_module(f"ember.{self.module}"), self.function)
+            self.method = fn if self.make is None else self.make(fn, self.name)
+            setattr(Tensor, self.name, self.method)
+        return self.method if obj is None else self.method.__get__(obj, objtype)
+
+
+def _from(module: str, names: str, make: Optional[Callable] = _method) -> dict:
+    return {name: _LazyMethod(module, name, make) for name in names.split()}
+
+
+# The methods of the Python composites: x.cov() is ember.cov(x), x.addr_(...) writes addr's result into x
+# (recorded by autograd as a copy_); _tensor_view_ops' functions are methods already.
+_LAZY_METHODS = {
+    **_from("_composites", "dsplit hsplit vsplit addr"),
+    **_from("_quantile", "quantile nanquantile"),
+    **_from("_scatter_composites", "index_put index_reduce index_reduce_ select_scatter slice_scatter diagonal_scatter "
+                                   "as_strided_scatter"),
+    **_from("_legacy_linalg", "matrix_exp cholesky_solve cholesky_inverse triangular_solve svd qr orgqr ormqr solve "
+                              "lstsq eig symeig"),
+    **_from("_aliases", "adjoint split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes narrow_copy"),
+    **_from("_typed_storage", "storage_type"),
+    **_from("_tensor_view_ops", "squeeze_ unsqueeze_ transpose_ swapaxes_ swapdims_ as_strided_ resize_ resize_as_ "
+                                "set_", None),
+    "addr_": _LazyMethod("_composites", "addr", _in_place),
+    "storage": _LazyMethod("_typed_storage", "tensor_storage"),
+}
+
+
 def _attach_function_methods() -> None:
-    """The methods of the Python composites: x.addr(...) is ember.addr(x, ...), x.addr_(...) writes addr's
-    result into x (recorded by autograd as a copy_); then every TensorApi member goes into ember.Tensor."""
-    from . import _aliases, _composites, _legacy_linalg, _quantile, _scatter_composites, _tensor_view_ops, _typed_storage
-    modules = (_composites, _quantile, _scatter_composites, _legacy_linalg, _aliases)
-    names = ("dsplit", "hsplit", "vsplit", "quantile", "nanquantile", "index_put", "index_reduce", "select_scatter",
-             "slice_scatter", "diagonal_scatter", "as_strided_scatter", "addr", "matrix_exp", "cholesky_solve",
-             "cholesky_inverse",
-             "triangular_solve", "svd", "qr", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig", "adjoint",
-             "split_with_sizes", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes")
-    setattr(TensorApi, "narrow_copy", _method(_aliases.COPY_FUNCTIONS["narrow_copy"], "narrow_copy"))
-    for name in names:
-        fn = next(getattr(m, name) for m in modules if hasattr(m, name))
-        setattr(TensorApi, name, _method(fn, name))
-    setattr(TensorApi, "addr_", _in_place(_composites.addr, "addr_"))
-    for name, fn in (("index_reduce_", _scatter_composites.index_reduce_), ("storage", _typed_storage.tensor_storage),
-                     ("storage_type", _typed_storage.storage_type)):
-        setattr(TensorApi, name, _method(fn, name))
-    for name, fn in _tensor_view_ops.METHODS.items():
-        setattr(TensorApi, name, fn)
+    """Puts the lazy methods and every TensorApi member into ember.Tensor."""
     from ._tensor import Tensor
+    for name, method in _LAZY_METHODS.items():
+        method.__set_name__(Tensor, name)
+        setattr(TensorApi, name, method)
     for name, member in vars(TensorApi).items():
         if not name.startswith("__"):
             assert name not in vars(Tensor), name  # Tensor's own Python methods win; none should collide

@@ -140,6 +140,7 @@ def _legacy_class(dtype, name):
 
 LEGACY_STORAGES = {f"{name}Storage": _legacy_class(dtype, f"{name}Storage") for dtype, name in _LEGACY_NAMES.items()}
 _BY_DTYPE = {cls.dtype: cls for cls in LEGACY_STORAGES.values()}
+globals().update(LEGACY_STORAGES)  # ember.FloatStorage, ... (ember binds them from here on first use)
 TypedStorage.__module__ = "ember"
 
 

@@ -225,6 +225,13 @@ class Variable(metaclass=_VariableMeta):
         return leaf
 
 
-from . import functional  # noqa: E402  (built on grad above)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)
 from . import forward_ad  # noqa: E402,F401  (ember.autograd.forward_ad, as in PyTorch)
+
+
+def __getattr__(name):
+    # ember.autograd.functional (jacobian, hessian, ...) loads on first use: `import ember` stays fast.
+    if name == "functional":
+        import importlib
+        return importlib.import_module(f"{__name__}.functional")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,6 @@ from typing import Any, Callable, Iterator, Optional
 
 from .. import _C
 from ..utils.hooks import RemovableHandle
-from ._graph_dot import render, to_dot  # noqa: F401
 
 
 class Node(abc.ABC):
@@ -96,3 +95,11 @@ def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
             _C._saved_tensors_hooks_enable()
         else:
             _C._saved_tensors_hooks_disable(previous)
+
+
+def __getattr__(name: str) -> Any:
+    # to_dot and render (the graph drawn with Graphviz) load on first use: `import ember` stays fast.
+    if name in ("to_dot", "render"):
+        from . import _graph_dot
+        return getattr(_graph_dot, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

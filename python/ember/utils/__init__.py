@@ -3,12 +3,11 @@
 (activation checkpointing), `ember.utils.dlpack` (sharing tensors with other
 libraries) and `ember.utils.tensorboard` (imported by name: it needs tensorboardX)."""
 from . import hooks, trace  # noqa: E402,F401
-# utils.checkpoint builds on autograd, which imports utils.hooks: ember/__init__ imports it last.
 
 
-# Submodules with heavy imports load on first use (`ember.utils.safetensors`; `ember.utils.data`
-# imports multiprocessing): `import ember` stays fast.
-_LAZY_SUBMODULES = ("safetensors", "data")
+# Submodules load on first use (`ember.utils.safetensors`; `ember.utils.data` imports multiprocessing,
+# `ember.utils.checkpoint` traceback and weakref machinery): `import ember` stays fast.
+_LAZY_SUBMODULES = ("safetensors", "data", "checkpoint")
 
 
 def __getattr__(name):
