@@ -1,8 +1,11 @@
 """Reverse-mode automatic differentiation: grad mode switches, the engine's entry
 points, custom Functions (autograd.function) and the graph's hooks (autograd.graph)."""
 import functools
+import sys
+import types
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from .. import _C
 from . import anomaly_mode, function, graph  # noqa: F401
@@ -225,13 +228,31 @@ class Variable(metaclass=_VariableMeta):
         return leaf
 
 
-from .gradcheck import gradcheck, gradgradcheck  # noqa: E402  (the functions shadow the module, as in torch)
 from . import forward_ad  # noqa: E402,F401  (ember.autograd.forward_ad, as in PyTorch)
+
+if TYPE_CHECKING:
+    from . import functional  # noqa: F401
+    from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
+
+
+class _AutogradModule(types.ModuleType):
+    """ember.autograd, whose `gradcheck` is the function even once the submodule of that name loads (the
+    import system then binds the module here): the function shadows the module, as in torch."""
+
+    def __setattr__(self, name, value):
+        if name == "gradcheck" and isinstance(value, types.ModuleType):
+            super().__setattr__("gradgradcheck", value.gradgradcheck)
+            value = value.gradcheck
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _AutogradModule
 
 
 def __getattr__(name):
-    # ember.autograd.functional (jacobian, hessian, ...) loads on first use: `import ember` stays fast.
-    if name == "functional":
+    # ember.autograd.functional (jacobian, hessian, ...) and gradcheck load on first use: `import ember` stays fast.
+    if name in ("functional", "gradcheck", "gradgradcheck"):
         import importlib
-        return importlib.import_module(f"{__name__}.functional")
+        module = importlib.import_module(f"{__name__}.{'functional' if name == 'functional' else 'gradcheck'}")
+        return module if name == "functional" else globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
