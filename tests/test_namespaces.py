@@ -124,13 +124,13 @@ def test_subpackages_are_attributes_after_import_ember():
     assert ember.utils.trace.TraceMode is not None
 
 
-# What `import ember` leaves to first use: api-gaps' Python modules, ember.func, utils.checkpoint,
-# autograd.functional and gradcheck, and the graph drawing (each costs import time, most of all without cached bytecode).
+# What `import ember` leaves to first use: api-gaps' Python modules, ember.func, utils.checkpoint and dlpack,
+# autograd.functional and gradcheck, the graph drawing (each costs import time, most without cached bytecode).
 LAZY_MODULES = ["ember._composites", "ember._factories", "ember._quantile", "ember._legacy_linalg",
                 "ember._runtime_flags", "ember._typed_storage", "ember._aliases", "ember._scatter_composites",
                 "ember._tensor_predicates", "ember._tensor_view_ops", "ember._type_info", "ember.func",
                 "ember.utils.checkpoint", "ember.autograd.functional", "ember.autograd.gradcheck",
-                "ember.autograd._graph_dot"]
+                "ember.autograd._graph_dot", "ember.utils.dlpack"]
 
 
 def _run(code):
@@ -153,8 +153,8 @@ def test_import_ember_leaves_the_api_gaps_modules_to_first_use():
             "import ember.autograd.gradcheck\n"  # the submodule loads; ember.autograd.gradcheck stays the function
             "print(ember.autograd.functional.jacobian(lambda x: x * 2, ember.ones(1)).tolist(),"
             " ember.autograd.gradcheck.__name__, ember.autograd.gradgradcheck.__name__)\n"
-            "print(callable(ember.autograd.graph.to_dot), sorted(m for m in " + repr(LAZY_MODULES) +
-            " if m in sys.modules))\n")
+            "print(callable(ember.autograd.graph.to_dot) and ember.from_dlpack(t).data_ptr() == t.data_ptr(),"
+            " sorted(m for m in " + repr(LAZY_MODULES) + " if m in sys.modules))\n")
     lines = _run(code).splitlines()
     assert lines[0] == "2.5 2.5 True"
     assert lines[1] == "function quantile"
@@ -162,7 +162,8 @@ def test_import_ember_leaves_the_api_gaps_modules_to_first_use():
     assert lines[3] == "[[2.0, 10.0], [6.0, 4.0]] checkpoint"
     assert lines[4] == "[[2.0]] gradcheck gradgradcheck"
     used = ["ember._quantile", "ember._typed_storage", "ember._type_info", "ember.func", "ember.utils.checkpoint",
-            "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._graph_dot"]
+            "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._graph_dot",
+            "ember.utils.dlpack"]
     assert lines[5] == f"True {sorted(used)}"
 
 

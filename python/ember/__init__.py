@@ -108,6 +108,7 @@ _LAZY_SUBMODULES = ("nn", "optim", "distributed", "serialization", "return_types
 if _TYPE_CHECKING:
     from . import distributed, func, nn, optim, serialization  # noqa: F401
     from .serialization import load, save  # noqa: F401
+    from .utils.dlpack import from_dlpack  # noqa: F401
     from ._type_info import finfo, iinfo  # noqa: F401
     from ._factories import (  # noqa: F401
         empty_strided, empty_permuted, scalar_tensor, asarray, frombuffer, logspace, range, hann_window,
@@ -152,8 +153,10 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use.
-_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization", "autocast": "amp.autocast_mode"}
+# ember.save/ember.load live in ember.serialization (zip and pickle machinery), loaded on first use, as do
+# ember.autocast and from_dlpack (DLPack interop, issue 13).
+_LAZY_FUNCTIONS = {"save": "serialization", "load": "serialization", "autocast": "amp.autocast_mode",
+                   "from_dlpack": "utils.dlpack"}
 for _where, _names in _LAZY_MODULE_NAMES.items():
     _LAZY_FUNCTIONS.update(dict.fromkeys(_names.split(), _where))
 del _where, _names
@@ -215,8 +218,6 @@ _AUTOCAST_NAMES = [
     "autocast_increment_nesting", "autocast_decrement_nesting", "clear_autocast_cache",
 ]
 
-# Interop (issue 13): DLPack.
-from .utils.dlpack import from_dlpack  # noqa: E402,F401  (as torch.from_dlpack)
 
 __version__ = "0.1.0"
 
@@ -239,9 +240,9 @@ __all__ = [name for name in _C._VariableFunctions.__all__ if not name.startswith
     "layout", "strided", "empty_strided", "empty_permuted", "scalar_tensor", "asarray", "frombuffer", "logspace",
     "range", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "hsplit", "vsplit", "dsplit", "block_diag", "broadcast_shapes", "trapezoid", "trapz", "cumulative_trapezoid",
-    "unravel_index", "isin", "chain_matmul", "addr", "index_put", "index_reduce", "select_scatter", "slice_scatter", "diagonal_scatter",
-    "as_strided_scatter", "quantile", "nanquantile", "svd", "qr", "triangular_solve", "cholesky_solve",
-    "cholesky_inverse", "matrix_exp", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig",
+    "unravel_index", "isin", "chain_matmul", "addr", "index_put", "index_reduce", "select_scatter", "slice_scatter",
+    "diagonal_scatter", "as_strided_scatter", "quantile", "nanquantile", "svd", "qr", "triangular_solve",
+    "cholesky_solve", "cholesky_inverse", "matrix_exp", "orgqr", "ormqr", "solve", "lstsq", "eig", "symeig",
     "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_deterministic_debug_mode", "get_deterministic_debug_mode", "get_num_interop_threads",

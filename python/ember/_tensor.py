@@ -14,7 +14,6 @@ import numpy as np
 from . import _C, _comparison, _legacy, _utils, functional as _functional
 from ._creation import EMBER_TO_NP, tensor as _new_tensor
 from ._tensor_str import tensor_repr
-from .utils import dlpack as _dlpack
 
 DeviceLike = Union[str, _C.device, _int, None]
 
@@ -94,10 +93,12 @@ class Tensor(_C.TensorBase):
                    dl_device: Optional[tuple] = None, copy: Optional[_bool] = None) -> Any:
         """A DLPack capsule sharing this tensor's memory, for another library's `from_dlpack`
         ("dltensor_versioned" when `max_version` >= (1, 0), else the legacy "dltensor")."""
-        return _dlpack._export(self, stream, max_version, dl_device, copy)
+        from .utils import dlpack  # loaded on first use: `import ember` stays fast
+        return dlpack._export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple:
-        return _dlpack._dlpack_device(self)
+        from .utils import dlpack
+        return dlpack._dlpack_device(self)
 
     def __repr__(self) -> str:
         return tensor_repr(self)

@@ -113,14 +113,17 @@ Tensor cov(const Tensor& self, int64_t correction, const Tensor& fweights, const
     check_weights(aweights, "aweights", false, observations);
     w = w.defined() ? ember::mul(w, aweights) : aweights;
   }
-  const Tensor w_sum = w.defined() ? ember::sum(w) : scalar_tensor(Scalar(observations), ScalarType::Int64, in.device());
+  const Tensor w_sum =
+      w.defined() ? ember::sum(w) : scalar_tensor(Scalar(observations), ScalarType::Int64, in.device());
   EMBER_CHECK(!w.defined() || holds(ember::ne(w_sum, wrap_number(Scalar(int64_t(0))))), Runtime,
               "cov(): weights sum to zero, can't be normalized");
   const Tensor avg = ember::div(ember::sum(w.defined() ? ember::mul(in, w) : in, IntList{1}), w_sum);
   const Tensor correction_t = wrap_number(Scalar(correction));
-  Tensor norm = w.defined() && aweights.defined() && correction != 0
-                    ? ember::sub(w_sum, ember::div(ember::mul(correction_t, ember::sum(ember::mul(w, aweights))), w_sum))
-                    : ember::sub(w_sum, correction_t);
+  // With observation weights the correction scales by sum(w * aweights) / sum(w), as NumPy's and PyTorch's.
+  Tensor norm = ember::sub(w_sum, correction_t);
+  if (w.defined() && aweights.defined() && correction != 0) {
+    norm = ember::sub(w_sum, ember::div(ember::mul(correction_t, ember::sum(ember::mul(w, aweights))), w_sum));
+  }
   if (holds(ember::le(norm, wrap_number(Scalar(int64_t(0)))))) {
     warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.");
     norm = scalar_tensor(Scalar(int64_t(0)), norm.dtype(), norm.device());

@@ -5,9 +5,9 @@ libraries) and `ember.utils.tensorboard` (imported by name: it needs tensorboard
 from . import hooks, trace  # noqa: E402,F401
 
 
-# Submodules load on first use (`ember.utils.safetensors`; `ember.utils.data` imports multiprocessing,
-# `ember.utils.checkpoint` traceback and weakref machinery): `import ember` stays fast.
-_LAZY_SUBMODULES = ("safetensors", "data", "checkpoint")
+# Submodules load on first use (`ember.utils.safetensors`; `ember.utils.data` imports multiprocessing;
+# checkpoint and dlpack are source to compile): `import ember` stays fast.
+_LAZY_SUBMODULES = ("safetensors", "data", "checkpoint", "dlpack")
 
 
 def __getattr__(name):
