@@ -145,9 +145,13 @@ void im2col(const T* x, const Geometry& geometry, T* col, int64_t ld, int64_t oh
         for (int64_t oh = top; oh < bottom; ++oh, src += g.sh * g.W) {
           T* d = row + (oh - oh0) * g.OW;
           for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
-          if (g.sw == 1) copy_run(d + lo, src + lo, hi - lo);
-          else
+          if (g.sw == 1) {
+            copy_run(d + lo, src + lo, hi - lo);
+          } else if (g.sw == 2) {  // a constant stride: the compiler's vector shuffles, not scalar loads
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * 2];
+          } else {
             for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.sw];
+          }
           for (int64_t ow = hi; ow < g.OW; ++ow) d[ow] = T(0);
         }
       }
