@@ -1,9 +1,10 @@
 """The CPU conv kernels' paths from the ResNet speed work (aten/src/cpu/conv.cpp): im2col reading
 a zero-bordered copy of a padded image, stride-2 patch rows, and stride-1 input gradients run as a
 forward convolution of gy with the flipped weight (when the padding is at most the kernel span - 1
-and gy has no more channels per group than gx). Values and both gradients against NumPy (and torch
-when installed) on both sides of those conditions, float32 and float64, 1-3 threads, contiguous and
-channels-last strided tensors; float64 gradcheck of each path."""
+and gy has no more channels per group than gx), and Winograd F(2x2, 3x3) for wide enough 3x3 layers
+(aten/src/cpu/conv_winograd.cpp) with its channel and width thresholds. Values and all gradients
+against NumPy (and torch when installed) on both sides of those conditions, float32 and float64,
+1-3 threads, contiguous and channels-last strided tensors; float64 gradcheck of each path."""
 import numpy as np
 import pytest
 
@@ -35,6 +36,16 @@ CASES = [  # (input, weight, options): the input-gradient path each one takes
     ((3, 32, 34, 30), (32, 32, 3, 3), dict(padding=1)),  # flipped, several bands of output rows
     ((7, 16, 8, 8), (16, 16, 3, 3), dict(padding=1)),  # flipped, 4 images per GEMM, the last chunk short
     ((5, 16, 16, 16), (16, 16, 3, 3), dict(padding=1, stride=2)),  # ResNet's stride-2 3x3, images per GEMM
+    # Winograd (>= 32 channels in and out, output width >= 16; 3x3, stride 1, undilated, ungrouped)
+    ((3, 32, 17, 16), (32, 32, 3, 3), dict(padding=1)),  # Winograd forward and flipped gx, odd output height
+    ((3, 32, 17, 15), (32, 32, 3, 3), dict(padding=1)),  # output width 15: im2col
+    ((2, 31, 18, 18), (32, 31, 3, 3), dict(padding=1)),  # 31 input channels: im2col; gx by col2im
+    ((2, 32, 18, 18), (31, 32, 3, 3), dict(padding=1)),  # 31 output channels: im2col; flipped gx by im2col
+    ((2, 32, 19, 19), (40, 32, 3, 3), dict()),  # Winograd, odd output width 17; gx by col2im
+    ((2, 40, 18, 18), (32, 40, 3, 3), dict(padding=2)),  # Winograd; flipped gx by Winograd without padding
+    ((5, 32, 16, 16), (32, 32, 3, 3), dict(padding=1)),  # 4 images per block of tiles, the last block short
+    ((2, 32, 16, 16), (32, 16, 3, 3), dict(padding=1, groups=2)),  # groups: im2col
+    ((2, 32, 20, 20), (32, 32, 3, 3), dict(padding=2, dilation=2)),  # dilation: im2col
 ]
 
 
@@ -76,24 +87,27 @@ def channels_last(t):
 def test_values_and_gradients(case, dtype, layout, threads):
     xs, ws, opts = CASES[case]
     rng = np.random.default_rng(40 + case)
-    x, w = rng.standard_normal(xs), rng.standard_normal(ws) * 0.2
-    y64 = np_conv2d(x, w, **opts)
+    x, w, bias = rng.standard_normal(xs), rng.standard_normal(ws) * 0.2, rng.standard_normal(ws[0])
+    y64 = np_conv2d(x, w, bias, **opts)
     gy = rng.standard_normal(y64.shape)
     edt = getattr(ember, dtype)
-    ex, ew, egy = (ember.tensor(a, dtype=edt) for a in (x, w, gy))
+    ex, ew, eb, egy = (ember.tensor(a, dtype=edt) for a in (x, w, bias, gy))
     if layout == "channels_last":
         ex, ew, egy = channels_last(ex), channels_last(ew), channels_last(egy)
         assert not ex.is_contiguous() and not egy.is_contiguous()
-    ex.requires_grad_(), ew.requires_grad_()
-    y = F.conv2d(ex, ew, **opts)
+    ex.requires_grad_(), ew.requires_grad_(), eb.requires_grad_()
+    y = F.conv2d(ex, ew, eb, **opts)
     y.backward(egy)
     tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=2e-4, atol=2e-4)
     np.testing.assert_allclose(y.detach().numpy(), y64, **tol)
     np.testing.assert_allclose(ex.grad.numpy(), np_input_grad(gy, w, xs, **opts), **tol)
     np.testing.assert_allclose(ew.grad.numpy(), np_weight_grad(gy, x, ws, **opts), **tol)
+    np.testing.assert_allclose(eb.grad.numpy(), gy.sum((0, 2, 3)), **tol)
     if torch is not None:
-        tx, tw = (torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True) for a in (x, w))
-        TF.conv2d(tx, tw, **opts).backward(torch.tensor(gy, dtype=getattr(torch, dtype)))
+        tx, tw, tb = (torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True) for a in (x, w, bias))
+        ty = TF.conv2d(tx, tw, tb, **opts)
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), **tol)
+        ty.backward(torch.tensor(gy, dtype=getattr(torch, dtype)))
         for got, want in ((ex.grad, tx.grad), (ew.grad, tw.grad)):
             np.testing.assert_allclose(got.numpy(), want.numpy(), **tol)
 
@@ -114,11 +128,12 @@ def test_conv_transpose2d_stride_1(opts, threads):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-4, atol=2e-4)
 
 
-GRAD_CASES = [  # float64 (input, weight, options): flipped input gradient, col2im, padded stride 2
+GRAD_CASES = [  # float64 (input, weight, options): flipped input gradient, col2im, padded stride 2, Winograd
     ((2, 4, 5, 6), (4, 2, 3, 2), dict(padding=1, groups=2, dilation=(1, 2))),
     ((1, 3, 4, 4), (3, 3, 3, 3), dict(padding=3)),
     ((1, 2, 5, 5), (3, 2, 3, 3), dict(padding=1)),
     ((2, 2, 5, 6), (2, 2, 3, 3), dict(padding=(1, 2), stride=2)),
+    ((1, 32, 3, 17), (32, 32, 3, 3), dict(padding=1)),
 ]
 
 

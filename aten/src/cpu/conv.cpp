@@ -8,7 +8,9 @@
 //   _conv_backward_input   gx = conv_transpose(gy, w)   (also conv_transpose2d's forward)
 //   _conv_backward_weight  gw = correlation of gy with x
 // Small outputs (LeNet's 8x8) put several images side by side in one GEMM so
-// BLAS gets wide enough matrices; 1x1 stride-1 unpadded kernels skip im2col.
+// BLAS gets wide enough matrices; 1x1 stride-1 unpadded kernels skip im2col. Wide 3x3
+// stride-1 layers run Winograd (conv_winograd.cpp); stride-1 input gradients usually run
+// as forward convolutions with the flipped weight (backward_input_as_forward).
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "conv_winograd.h"
 #include "ember/blas.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
@@ -258,8 +261,15 @@ void for_each_band(const Geometry& g, F&& f) {
   }
 }
 
+// 3x3, stride 1, undilated, ungrouped, enough channels: Winograd (conv_winograd.cpp).
+bool winograd_applies(const Geometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 &&
+         g.C >= kMinWinogradChannels && g.OC >= kMinWinogradChannels && g.OW >= kMinWinogradWidth;
+}
+
 template <typename T>
 void forward_kernel(const T* x, const T* w, const T* bias, T* y, const Geometry& g) {
+  if (winograd_applies(g)) return winograd_conv3x3<T>(x, w, bias, y, g.N, g.C, g.H, g.W, g.OC, g.ph, g.pw);
   const int64_t HW = g.H * g.W;
   parallel_for(item_count(g), 1, [&](int64_t lo, int64_t hi) {
     auto col = patch_scratch<T>(g);
