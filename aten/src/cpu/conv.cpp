@@ -261,10 +261,13 @@ void for_each_band(const Geometry& g, F&& f) {
   }
 }
 
-// 3x3, stride 1, undilated, ungrouped, enough channels: Winograd (conv_winograd.cpp).
+// 3x3, stride 1, undilated, ungrouped, enough channels, a wide but not huge image: Winograd
+// (conv_winograd.cpp).
 bool winograd_applies(const Geometry& g) {
+  const int64_t tiles = (g.OH + 1) / 2 * ((g.OW + 1) / 2);
   return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 &&
-         g.C >= kMinWinogradChannels && g.OC >= kMinWinogradChannels && g.OW >= kMinWinogradWidth;
+         g.C >= kMinWinogradChannels && g.OC >= kMinWinogradChannels && g.OW >= kMinWinogradWidth &&
+         tiles * std::max(g.C, g.OC) <= kMaxWinogradTileValues;
 }
 
 template <typename T>
