@@ -51,6 +51,33 @@ CASES = [  # (input, weight, options): the input-gradient path each one takes
 ]
 
 
+def _takes_winograd(xshape, wshape, options):
+    """conv.cpp's condition for the Winograd path, from the library's thresholds."""
+    t = ember._C._thresholds()
+    if wshape[2:] != (3, 3) or any(options.get(k, 1) != 1 for k in ("stride", "dilation", "groups")):
+        return False
+    ph, pw = _pair(options.get("padding", 0))
+    oh, ow = xshape[2] + 2 * ph - 2, xshape[3] + 2 * pw - 2
+    tiles = ((oh + 1) // 2) * ((ow + 1) // 2)
+    return (min(xshape[1], wshape[0]) >= t["conv_winograd_channels"] and ow >= t["conv_winograd_width"]
+            and tiles * max(xshape[1], wshape[0]) <= t["conv_winograd_tile_values"])
+
+
+def test_cases_straddle_the_winograd_thresholds():
+    """Each Winograd threshold has a case taking the path at it and one missing it just past it."""
+    t = ember._C._thresholds()
+    winograd = [c for c in CASES if _takes_winograd(*c)]
+    other = [c for c in CASES if not _takes_winograd(*c) and c[1][2:] == (3, 3) and c[2].get("stride", 1) == 1
+             and c[2].get("dilation", 1) == 1 and c[2].get("groups", 1) == 1]
+    channels = t["conv_winograd_channels"]
+    assert any(min(x[1], w[0]) == channels for x, w, _ in winograd)
+    assert any(min(x[1], w[0]) == channels - 1 for x, w, _ in other)
+    width = lambda x, o: x[3] + 2 * _pair(o.get("padding", 0))[1] - 2  # noqa: E731
+    assert any(width(x, o) == t["conv_winograd_width"] for x, _, o in winograd)
+    assert any(width(x, o) == t["conv_winograd_width"] - 1 for x, _, o in other)
+    assert any(x[2] >= 90 for x, _, _ in winograd) and any(x[2] >= 90 for x, _, _ in other)
+
+
 def np_weight_grad(gy, x, wshape, stride=1, padding=0, dilation=1, groups=1):
     """gw[o, c, i, j] = sum over images and output positions of gy times the input it multiplied."""
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)

@@ -9,6 +9,7 @@
 #include "ember/autograd.h"
 #include "ember/blas.h"
 #include "ember/cat_threshold.h"
+#include "ember/conv_winograd_thresholds.h"
 #include "ember/cuda/api.h"
 #include "ember/forward_ad.h"
 #include "ember/parallel.h"
@@ -214,6 +215,9 @@ PYBIND11_MODULE(_C, m) {
     d["topk_small_k"] = t::kTopkSmallK;
     d["cat_parallel_work"] = t::kCatParallelWork;
     d["rnn_gate_grain"] = ember::rnn::kRnnGateGrain;
+    d["conv_winograd_channels"] = t::kMinWinogradChannels;
+    d["conv_winograd_width"] = t::kMinWinogradWidth;
+    d["conv_winograd_tile_values"] = t::kMaxWinogradTileValues;
     return d;
   });
   python::bind_cuda(m);

@@ -4,17 +4,13 @@
 #pragma once
 #include <cstdint>
 
+#include "ember/conv_winograd_thresholds.h"
+
 namespace ember::cpu {
 
-// Channels (in and out) from which the Winograd path is taken: below it, the GEMMs'
-// inner size C is too short for BLAS to run near its peak.
-constexpr int64_t kMinWinogradChannels = 32;
-// Output width from which it is taken: narrower tile rows leave the transforms' vector loops
-// too short (ResNet's 8x8 layer ran 25% slower than im2col + GEMM).
-constexpr int64_t kMinWinogradWidth = 16;
-// Tiles of one image times max(C, OC) up to which it is taken: its transformed blocks take
-// 16 values per tile and channel (4 MB of float32 here); larger images stay on im2col's bands.
-constexpr int64_t kMaxWinogradTileValues = 1 << 16;
+using thresholds::kMaxWinogradTileValues;
+using thresholds::kMinWinogradChannels;
+using thresholds::kMinWinogradWidth;
 
 // y (N, OC, H + 2ph - 2, W + 2pw - 2) = conv(x (N, C, H, W), w (OC, C, 3, 3)) + bias
 // (nullptr: none), stride 1, padding (ph, pw); every pointer contiguous.
