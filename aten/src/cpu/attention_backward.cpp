@@ -50,36 +50,37 @@ void key_block_backward(const BackwardArgs<T>& a, int64_t b, int64_t j0, int64_t
     std::fill(dvb + c * a.dv.ld, dvb + c * a.dv.ld + a.Ev, T(0));
   }
   const int64_t mask_base = a.mask.data ? a.mask.batch_offset(b) : 0;
-  // Causal (top-left): rows before j0 see none of these keys.
+  // Causal (top-left): rows before j0 see none of these keys, and a tile's rows only the first `seen` keys.
   for (int64_t i0 = a.causal ? j0 : 0; i0 < a.L; i0 += kQueryTile) {
     const int64_t rows = std::min(kQueryTile, a.L - i0);
+    const int64_t seen = a.causal ? std::min(cols, i0 + rows - j0) : cols;
     const T* qi = a.q.row(b, i0);
     const T* doi = a.dout.row(b, i0);
-    gemm(false, true, rows, cols, a.E, a.scale, qi, a.q.ld, kb, a.k.ld, T(0), p, kKeyBlock);
+    gemm(false, true, rows, seen, a.E, a.scale, qi, a.q.ld, kb, a.k.ld, T(0), p, kKeyBlock);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       T* s = p + r * kKeyBlock;
       const T lse = a.lse[b * a.L + i];
-      const int64_t n = a.causal ? causal_cols(i, j0, cols) : cols;
+      const int64_t n = a.causal ? causal_cols(i, j0, seen) : seen;
       if (lse == -std::numeric_limits<T>::infinity()) {  // a row with every key masked has no gradient
-        std::fill(s, s + cols, T(0));
+        std::fill(s, s + seen, T(0));
         continue;
       }
       if (a.mask.data) a.mask.apply(s, mask_base, i, j0, n);
       exp_shifted_sum(s, n, lse);
-      std::fill(s + n, s + cols, T(0));
+      std::fill(s + n, s + seen, T(0));
     }
-    gemm(true, false, cols, a.Ev, rows, T(1), p, kKeyBlock, doi, a.dout.ld, T(1), dvb, a.dv.ld);   // dV += P^T dO
-    gemm(false, true, rows, cols, a.Ev, T(1), doi, a.dout.ld, vb, a.v.ld, T(0), dp, kKeyBlock);  // dP = dO V^T
+    gemm(true, false, seen, a.Ev, rows, T(1), p, kKeyBlock, doi, a.dout.ld, T(1), dvb, a.dv.ld);   // dV += P^T dO
+    gemm(false, true, rows, seen, a.Ev, T(1), doi, a.dout.ld, vb, a.v.ld, T(0), dp, kKeyBlock);  // dP = dO V^T
     for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - delta), in p
       T* s = p + r * kKeyBlock;
       const T* d = dp + r * kKeyBlock;
       const T delta = a.delta[b * a.L + i0 + r];
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) s[c] *= d[c] - delta;
+      for (int64_t c = 0; c < seen; ++c) s[c] *= d[c] - delta;
     }
-    gemm(true, false, cols, a.E, rows, a.scale, p, kKeyBlock, qi, a.q.ld, T(1), dkb, a.dk.ld);  // dK += scale dS^T Q
-    gemm(false, false, rows, a.E, cols, a.scale, p, kKeyBlock, kb, a.k.ld, T(1), dq + i0 * ldq, ldq);  // dQ += dS K
+    gemm(true, false, seen, a.E, rows, a.scale, p, kKeyBlock, qi, a.q.ld, T(1), dkb, a.dk.ld);  // dK += scale dS^T Q
+    gemm(false, false, rows, a.E, seen, a.scale, p, kKeyBlock, kb, a.k.ld, T(1), dq + i0 * ldq, ldq);  // dQ += dS K
   }
 }
 
