@@ -3,7 +3,6 @@
 #include <optional>
 #include <string>
 
-#include "ember/autograd.h"
 #include "ember/forward_ad.h"
 #include "ember/ops/_addmm_blas.h"
 #include "ember/ops/add.h"
