@@ -18,6 +18,15 @@ LENGTHS = [1, QUERY_BLOCK - 1, QUERY_BLOCK, QUERY_BLOCK + 1, BACKWARD_KEY_BLOCK,
            KEY_BLOCK + 1]
 
 
+def test_lengths_straddle_the_parallel_threshold():
+    """The kernels run serially below _thresholds()['parallel_gemm_work'] multiply-adds (causal: half of
+    batch * L * S * (E + Ev) forward, twice that backward); LENGTHS (batch 6, head dim 8) cover both sides."""
+    limit = ember._C._thresholds()["parallel_gemm_work"]
+    work = [6 * n * n * 16 // 2 for n in LENGTHS]
+    assert min(work) < limit // 2 and max(work) > limit
+    assert any(limit // 2 <= w < limit for w in work)  # forward serial, backward parallel
+
+
 def qkv_attention(lib, x, heads, causal):
     """GPT's attention on a [B, L, 3 C] projection: the split's [B, H, L, E] views go straight in."""
     b, n, c3 = x.shape

@@ -697,7 +697,10 @@ def test_fused_addmm_gradients_in_training(threads, dtype):
     """A Linear in training runs _addmm_blas: gradients of the broadcast bias, the input and the transposed
     weight (laid out as the weight) against NumPy and torch, at a GPT layer's size and around the threshold."""
     rng = np.random.default_rng(9)
-    for m, k, n in [(2048, 256, 1024), (60, 70, 60), (3, 5, 2)]:
+    limit = ember._C._thresholds()["parallel_gemm_work"]
+    sizes = [(2048, 256, 1024), (60, 70, 60), (64, 64, 65), (3, 5, 2)]
+    assert 60 * 70 * 60 < limit < 64 * 64 * 65  # either side of the split over threads
+    for m, k, n in sizes:
         x, w, bias, g = (rng.standard_normal(s).astype(dtype) for s in ((m, k), (n, k), (n,), (m, n)))
         args = [ember.from_numpy(t).requires_grad_() for t in (x, w, bias)]
         out = ember.nn.functional.linear(*args)
