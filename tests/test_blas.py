@@ -664,8 +664,9 @@ def test_einsum_contracts_through_one_product_without_sums():
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 def test_fused_addmm_kernel_matches_the_composite_path(threads, dtype):
-    """Without autograd addmm is one gemm (_addmm_blas); with it, mm then add: both agree on
-    every layout, around the parallel gemm's threshold, with broadcast selves and k = 0."""
+    """addmm is one gemm (_addmm_blas) with or without autograd; it agrees with NumPy and with mm then add
+    (the composite path, as under forward AD) on every layout, around the parallel gemm's threshold, with
+    broadcast selves and k = 0."""
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
     try:
@@ -678,14 +679,59 @@ def test_fused_addmm_kernel_matches_the_composite_path(threads, dtype):
                 a, b = a.to(dtype), b.to(dtype)
                 fused = ember._addmm_blas(c, a, b, 0.5, -2)
                 got = ember.addmm(c, a, b, beta=0.5, alpha=-2)
-                reference = ember.addmm(c.requires_grad_(), a, b, beta=0.5, alpha=-2).detach()
+                trained = ember.addmm(c.requires_grad_(), a, b, beta=0.5, alpha=-2)
+                assert trained.grad_fn.name() == "AddmmBackward0"
                 c = c.detach()
+                composite = c * 0.5 + (a @ b) * -2
+                reference = np_addmm(c.double().numpy(), a.double().numpy(), b.double().numpy(), 0.5, -2)
                 assert tuple(fused.shape) == (m, n) and fused.dtype == dtype
                 tol = 1e-4 if dtype == ember.float32 else 1e-10
-                close(fused, reference.numpy(), rtol=tol, atol=tol)
-                close(got, reference.numpy(), rtol=tol, atol=tol)
+                for result in (fused, got, trained.detach(), composite):
+                    close(result, reference, rtol=tol, atol=tol)
     finally:
         ember.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_addmm_gradients_in_training(threads, dtype):
+    """A Linear in training runs _addmm_blas: gradients of the broadcast bias, the input and the transposed
+    weight (laid out as the weight) against NumPy and torch, at a GPT layer's size and around the threshold."""
+    rng = np.random.default_rng(9)
+    limit = ember._C._thresholds()["parallel_gemm_work"]
+    sizes = [(2048, 256, 1024), (60, 70, 60), (64, 64, 65), (3, 5, 2)]
+    assert 60 * 70 * 60 < limit < 64 * 64 * 65  # either side of the split over threads
+    for m, k, n in sizes:
+        x, w, bias, g = (rng.standard_normal(s).astype(dtype) for s in ((m, k), (n, k), (n,), (m, n)))
+        args = [ember.from_numpy(t).requires_grad_() for t in (x, w, bias)]
+        out = ember.nn.functional.linear(*args)
+        assert out.grad_fn.name() == "AddmmBackward0"
+        out.backward(ember.from_numpy(g))
+        tol = 2e-4 if dtype == np.float32 else 1e-10
+        x64, w64, g64 = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+        close(out.detach(), x64 @ w64.T + bias, rtol=tol, atol=tol)
+        for got, ref in zip(args, (g64 @ w64, g64.T @ x64, g64.sum(0))):
+            close(got.grad, ref, rtol=tol, atol=tol * 10)
+        assert args[1].grad.is_contiguous()
+        try:
+            import torch
+        except ImportError:
+            continue
+        targs = [torch.from_numpy(t).requires_grad_() for t in (x, w, bias)]
+        torch.nn.functional.linear(*targs).backward(torch.from_numpy(g))
+        for got, ref in zip(args, targs):
+            close(got.grad, ref.grad.numpy(), rtol=tol, atol=tol * 10)
+
+
+def test_fused_addmm_gradcheck_gradgradcheck_and_jvp():
+    c, a, b = t64(5), t64(4, 3), t64(5, 3)
+    assert gradcheck(lambda c, a, b: ember.addmm(c, a, b.t(), beta=0.5, alpha=-2), (c, a, b))
+    assert gradgradcheck(lambda c, a, b: ember.addmm(c, a, b.t(), beta=0.5, alpha=-2), (c, a, b))
+    tangents = [ember.randn(*t.shape, dtype=ember.float64) for t in (c, a, b)]
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(t.detach(), d) for t, d in zip((c, a, b), tangents)]
+        got = fwAD.unpack_dual(ember._addmm_blas(duals[0], duals[1], duals[2].t(), 0.5, -2)).tangent
+    expected = 0.5 * tangents[0] - 2 * (tangents[1] @ b.detach().t() + a.detach() @ tangents[2].t())
+    close(got, expected.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_fused_addmm_kernel_checks_and_cuda_slot():

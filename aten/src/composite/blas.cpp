@@ -3,7 +3,6 @@
 #include <optional>
 #include <string>
 
-#include "ember/autograd.h"
 #include "ember/forward_ad.h"
 #include "ember/ops/_addmm_blas.h"
 #include "ember/ops/add.h"
@@ -77,12 +76,12 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   check_same_dtype(self, mat2);
   if (rounds_once({&self, &mat1, &mat2}))
     return ember::to_dtype(ember::addmm(widened(self), widened(mat1), widened(mat2), beta, alpha), self.dtype());
-  // One gemm with beta and alpha folded in, on the devices with that kernel, when neither
-  // the graph nor the tangents of the steps below are needed. beta 0 must not read self.
+  // One gemm with beta and alpha folded in, on the devices with that kernel (its own derivative, so a Linear
+  // in training skips the separate bias pass, as PyTorch's), unless tangents are carried. beta 0 must not
+  // read self.
   const ScalarType dt = self.dtype();
   if (dispatch::_addmm_blas[(int)self.device().type] && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
-      beta.to_double() != 0.0 && !autograd::any_requires_grad({&self, &mat1, &mat2}) &&
-      !(forward_ad::maybe_active() && forward_ad::wanted({&self, &mat1, &mat2})))
+      beta.to_double() != 0.0 && !(forward_ad::maybe_active() && forward_ad::wanted({&self, &mat1, &mat2})))
     return ember::_addmm_blas(self, mat1, mat2, beta, alpha);
   return scaled_sum(self, ember::mm(mat1, mat2), beta, alpha);
 }

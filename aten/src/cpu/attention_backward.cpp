@@ -27,59 +27,65 @@ constexpr int64_t kKeyBlock = 128;  // keys a task owns: with their dK and dV th
 
 template <typename T>
 struct BackwardArgs {
-  const T *dout, *q, *k, *v, *lse, *delta;  // delta[i] = dout[i] . out[i]
+  const Rows<const T*>&dout, &q, &k, &v;
+  const Rows<T*>&dk, &dv;
+  const T *lse, *delta;  // delta[i] = dout[i] . out[i]
   int64_t L, S, E, Ev;
   bool causal;
   T scale;
   const MaskView& mask;
 };
 
-// The key block [j0, j0 + cols) of batch entry b: dk and dv rows of those keys, and dq (rows of b) added into.
+// The key block [j0, j0 + cols) of batch entry b: dk and dv rows of those keys, and dq (b's rows, ldq apart)
+// added into.
 template <typename T>
-void key_block_backward(const BackwardArgs<T>& a, int64_t b, int64_t j0, int64_t cols, T* p, T* dp, T* dq, T* dk,
-                        T* dv) {
-  const T* kb = a.k + (b * a.S + j0) * a.E;
-  const T* vb = a.v + (b * a.S + j0) * a.Ev;
-  T* dkb = dk + (b * a.S + j0) * a.E;
-  T* dvb = dv + (b * a.S + j0) * a.Ev;
-  std::fill(dkb, dkb + cols * a.E, T(0));
-  std::fill(dvb, dvb + cols * a.Ev, T(0));
+void key_block_backward(const BackwardArgs<T>& a, int64_t b, int64_t j0, int64_t cols, T* p, T* dp, T* dq,
+                        int64_t ldq) {
+  const T* kb = a.k.row(b, j0);
+  const T* vb = a.v.row(b, j0);
+  T* dkb = a.dk.row(b, j0);
+  T* dvb = a.dv.row(b, j0);
+  for (int64_t c = 0; c < cols; ++c) {
+    std::fill(dkb + c * a.dk.ld, dkb + c * a.dk.ld + a.E, T(0));
+    std::fill(dvb + c * a.dv.ld, dvb + c * a.dv.ld + a.Ev, T(0));
+  }
   const int64_t mask_base = a.mask.data ? a.mask.batch_offset(b) : 0;
-  // Causal (top-left): rows before j0 see none of these keys.
+  // Causal (top-left): rows before j0 see none of these keys, and a tile's rows only the first `seen` keys.
   for (int64_t i0 = a.causal ? j0 : 0; i0 < a.L; i0 += kQueryTile) {
     const int64_t rows = std::min(kQueryTile, a.L - i0);
-    const T* qi = a.q + (b * a.L + i0) * a.E;
-    const T* doi = a.dout + (b * a.L + i0) * a.Ev;
-    gemm(false, true, rows, cols, a.E, a.scale, qi, a.E, kb, a.E, T(0), p, kKeyBlock);
+    const int64_t seen = a.causal ? std::min(cols, i0 + rows - j0) : cols;
+    const T* qi = a.q.row(b, i0);
+    const T* doi = a.dout.row(b, i0);
+    gemm(false, true, rows, seen, a.E, a.scale, qi, a.q.ld, kb, a.k.ld, T(0), p, kKeyBlock);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       T* s = p + r * kKeyBlock;
       const T lse = a.lse[b * a.L + i];
-      const int64_t n = a.causal ? causal_cols(i, j0, cols) : cols;
+      const int64_t n = a.causal ? causal_cols(i, j0, seen) : seen;
       if (lse == -std::numeric_limits<T>::infinity()) {  // a row with every key masked has no gradient
-        std::fill(s, s + cols, T(0));
+        std::fill(s, s + seen, T(0));
         continue;
       }
       if (a.mask.data) a.mask.apply(s, mask_base, i, j0, n);
       exp_shifted_sum(s, n, lse);
-      std::fill(s + n, s + cols, T(0));
+      std::fill(s + n, s + seen, T(0));
     }
-    gemm(true, false, cols, a.Ev, rows, T(1), p, kKeyBlock, doi, a.Ev, T(1), dvb, a.Ev);   // dV += P^T dO
-    gemm(false, true, rows, cols, a.Ev, T(1), doi, a.Ev, vb, a.Ev, T(0), dp, kKeyBlock);  // dP = dO V^T
+    gemm(true, false, seen, a.Ev, rows, T(1), p, kKeyBlock, doi, a.dout.ld, T(1), dvb, a.dv.ld);   // dV += P^T dO
+    gemm(false, true, rows, seen, a.Ev, T(1), doi, a.dout.ld, vb, a.v.ld, T(0), dp, kKeyBlock);  // dP = dO V^T
     for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - delta), in p
       T* s = p + r * kKeyBlock;
       const T* d = dp + r * kKeyBlock;
       const T delta = a.delta[b * a.L + i0 + r];
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) s[c] *= d[c] - delta;
+      for (int64_t c = 0; c < seen; ++c) s[c] *= d[c] - delta;
     }
-    gemm(true, false, cols, a.E, rows, a.scale, p, kKeyBlock, qi, a.E, T(1), dkb, a.E);         // dK += scale dS^T Q
-    gemm(false, false, rows, a.E, cols, a.scale, p, kKeyBlock, kb, a.E, T(1), dq + i0 * a.E, a.E);  // dQ += scale dS K
+    gemm(true, false, seen, a.E, rows, a.scale, p, kKeyBlock, qi, a.q.ld, T(1), dkb, a.dk.ld);  // dK += scale dS^T Q
+    gemm(false, false, rows, a.E, seen, a.scale, p, kKeyBlock, kb, a.k.ld, T(1), dq + i0 * ldq, ldq);  // dQ += dS K
   }
 }
 
 template <typename T>
-void flash_backward(const BackwardArgs<T>& a, int64_t batch, T* dq, T* dk, T* dv) {
+void flash_backward(const BackwardArgs<T>& a, int64_t batch, const Rows<T*>& dq) {
   const int64_t blocks = (a.S + kKeyBlock - 1) / kKeyBlock, units = batch * blocks;
   const auto first_row = [&](int64_t u) { return a.causal ? std::min(a.L, (u % blocks) * kKeyBlock) : int64_t(0); };
   const auto cost = [&](int64_t u) {
@@ -95,13 +101,15 @@ void flash_backward(const BackwardArgs<T>& a, int64_t batch, T* dq, T* dk, T* dv
   const auto shared = [&](int64_t b) { return part_of(b * blocks) != part_of((b + 1) * blocks - 1); };
   std::vector<std::vector<T>> partial(2 * parts);
   std::vector<int64_t> partial_batch(2 * parts, -1);
-  std::fill(dq, dq + batch * a.L * a.E, T(0));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < a.L; ++i) std::fill(dq.row(b, i), dq.row(b, i) + a.E, T(0));
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     std::vector<T> scratch(2 * kQueryTile * kKeyBlock);
     for (int64_t part = p0; part < p1; ++part) {
       for (int64_t u = bounds[part]; u < bounds[part + 1]; ++u) {
         const int64_t b = u / blocks, j0 = (u % blocks) * kKeyBlock;
-        T* dq_b = dq + b * a.L * a.E;
+        T* dq_b = dq.row(b, 0);
+        int64_t ldq = dq.ld;
         if (shared(b)) {
           const int64_t slot = 2 * part + (b == bounds[part] / blocks ? 0 : 1);
           if (partial_batch[slot] != b) {
@@ -109,29 +117,33 @@ void flash_backward(const BackwardArgs<T>& a, int64_t batch, T* dq, T* dk, T* dv
             partial_batch[slot] = b;
           }
           dq_b = partial[slot].data();
+          ldq = a.E;
         }
         key_block_backward(a, b, j0, std::min(kKeyBlock, a.S - j0), scratch.data(),
-                           scratch.data() + kQueryTile * kKeyBlock, dq_b, dk, dv);
+                           scratch.data() + kQueryTile * kKeyBlock, dq_b, ldq);
       }
     }
   });
   for (int64_t slot = 0; slot < 2 * parts; ++slot) {
     if (partial_batch[slot] < 0) continue;
-    T* dq_b = dq + partial_batch[slot] * a.L * a.E;
-    const T* src = partial[slot].data();
+    for (int64_t i = 0; i < a.L; ++i) {
+      T* dq_row = dq.row(partial_batch[slot], i);
+      const T* src = partial[slot].data() + i * a.E;
 #pragma omp simd
-    for (int64_t x = 0; x < a.L * a.E; ++x) dq_b[x] += src[x];
+      for (int64_t c = 0; c < a.E; ++c) dq_row[c] += src[c];
+    }
   }
 }
 
 template <typename T>
-std::vector<T> row_dots(const T* dout, const T* out, int64_t rows, int64_t Ev) {
-  std::vector<T> delta(rows);
-  parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(Ev, 1)), [&](int64_t r0, int64_t r1) {
+std::vector<T> row_dots(const Rows<const T*>& dout, const Rows<const T*>& out, int64_t batch, int64_t L, int64_t Ev) {
+  std::vector<T> delta(batch * L);
+  parallel_for(batch * L, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(Ev, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
+      const T *g = dout.row(r / L, r % L), *o = out.row(r / L, r % L);
       T s = 0;
 #pragma omp simd reduction(+ : s)
-      for (int64_t c = 0; c < Ev; ++c) s += dout[r * Ev + c] * out[r * Ev + c];
+      for (int64_t c = 0; c < Ev; ++c) s += g[c] * o[c];
       delta[r] = s;
     }
   });
@@ -166,20 +178,23 @@ std::tuple<Tensor, Tensor, Tensor> sdpa_flash_backward_cpu(const Tensor& grad_ou
   for (const Tensor* t : {&key, &value, &grad_out, &out, &logsumexp})
     EMBER_CHECK(t->dtype() == query.dtype(), Runtime,
                 "_sdpa_flash_backward: key, value, grad_out, out and logsumexp must have query's dtype");
-  Tensor dq = empty_tensor(query.sizes(), query.dtype()), dk = empty_tensor(key.sizes(), key.dtype()),
-         dv = empty_tensor(value.sizes(), value.dtype());
+  // Each gradient laid out as its input: the views of a fused qkv projection get theirs back without a copy.
+  Tensor dq = empty_in_layout_of(query, query.sizes()), dk = empty_in_layout_of(key, key.sizes()),
+         dv = empty_in_layout_of(value, value.sizes());
   const Tensor mask = expand_mask(attn_mask, batch_shape, L, S, query.dtype(), "_sdpa_flash_backward");
   if (dq.numel() + dk.numel() + dv.numel() == 0) return {dq, dk, dv};
   const MaskView view = mask_view(mask, batch_shape);
-  const Tensor g = ember::contiguous(grad_out), q = ember::contiguous(query), k = ember::contiguous(key),
-               v = ember::contiguous(value), o = ember::contiguous(out), lse = ember::contiguous(logsumexp);
+  const Tensor g = rows_in_place(grad_out), q = rows_in_place(query), k = rows_in_place(key),
+               v = rows_in_place(value), o = rows_in_place(out), lse = ember::contiguous(logsumexp);
   keep_blas_single_threaded();
   const auto run = [&](auto zero) {
     using T = decltype(zero);
-    const std::vector<T> delta = row_dots(g.data<T>(), o.data<T>(), batch * L, Ev);
-    const BackwardArgs<T> args{g.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), lse.data<T>(), delta.data(),
-                               L, S, E, Ev, is_causal, (T)scale, view};
-    flash_backward<T>(args, batch, dq.data<T>(), dk.data<T>(), dv.data<T>());
+    const Rows<const T*> gr = rows_of<T>(g), qr = rows_of<T>(q), kr = rows_of<T>(k), vr = rows_of<T>(v);
+    const Rows<T*> dkr = rows_of<T, T*>(dk), dvr = rows_of<T, T*>(dv);
+    const std::vector<T> delta = row_dots(gr, rows_of<T>(o), batch, L, Ev);
+    const BackwardArgs<T> args{gr, qr, kr, vr, dkr, dvr, lse.data<T>(), delta.data(), L, S, E, Ev, is_causal, (T)scale,
+                               view};
+    flash_backward<T>(args, batch, rows_of<T, T*>(dq));
   };
   if (query.dtype() == ScalarType::Float32) run(0.0f); else run(0.0);
   return {dq, dk, dv};

@@ -59,6 +59,32 @@ struct MaskView {
   }
 };
 
+// A [batch..., rows, cols] operand used in place: row r of batch entry b (row-major over the batch
+// dims) starts at row(b, r); columns are unit-strided and ld >= cols, as BLAS needs.
+template <typename P>
+struct Rows {
+  P data;
+  std::vector<int64_t> offsets;
+  int64_t ld;
+  P row(int64_t b, int64_t r) const { return data + offsets[b] + r * ld; }
+};
+
+// `t` when BLAS can read its rows in place (unit column stride, row stride >= cols), else a contiguous copy:
+// the views of a fused qkv projection ([B, H, L, E] of a [B, L, 3 H E] tensor) are read without copying.
+Tensor rows_in_place(const Tensor& t);
+// Each batch entry's element offset and the row stride of a rows_in_place tensor.
+std::vector<int64_t> batch_offsets(const Tensor& t);
+int64_t row_stride(const Tensor& t);
+
+template <typename T, typename P = const T*>
+Rows<P> rows_of(const Tensor& t) {
+  return Rows<P>{const_cast<P>(t.data<T>()), batch_offsets(t), row_stride(t)};
+}
+
+// An uninitialised tensor of `sizes` whose dims are laid out in the order of `like`'s strides (the last dim
+// innermost), as PyTorch's CPU flash attention lays out its output like the query ([B, L, H, E] storage).
+Tensor empty_in_layout_of(const Tensor& like, const DimVector& sizes);
+
 // attn_mask expanded to (batch..., L, S) (undefined when it is), checked to be bool or `dtype`.
 Tensor expand_mask(const Tensor& attn_mask, const DimVector& batch_shape, int64_t L, int64_t S, ScalarType dtype,
                    const char* op);
