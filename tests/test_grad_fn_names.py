@@ -18,6 +18,12 @@ CASES = [
     ("ProdBackward1", lambda m, F, a: a.prod(1)),
     ("SqueezeBackward0", lambda m, F, a: a[:1].squeeze()),
     ("SqueezeBackward1", lambda m, F, a: a[:1].squeeze(0)),
+    ("SqueezeBackward1", lambda m, F, a: a[:1].squeeze(dim=-2)),
+    ("SqueezeBackward2", lambda m, F, a: a[:1].squeeze((0,))),
+    ("SqueezeBackward2", lambda m, F, a: a[:1].squeeze(dim=[0, 1])),
+    ("SqueezeBackward2", lambda m, F, a: m.squeeze(a[:1], (0,))),
+    ("SqueezeBackward2", lambda m, F, a: a[:1, None].squeeze(0, 1)),
+    ("SqueezeBackward2", lambda m, F, a: a.squeeze(())),
     ("VarBackward0", lambda m, F, a: a.var()),
     ("VarBackward0", lambda m, F, a: a.var(1)),
     ("StdBackward0", lambda m, F, a: a.std(0)),
@@ -123,6 +129,21 @@ def test_node_names(expected, fn):
 def test_node_names_as_torch(expected, fn):
     torch = pytest.importorskip("torch")
     assert run_case(torch, fn) == expected
+
+
+def test_squeeze_overloads_shapes_and_gradients():
+    """squeeze(dims) (SqueezeBackward2) drops the size-one dims listed, as squeeze(dim), and its
+    gradient is the reshaped incoming one."""
+    a = ember.arange(3.0).reshape(1, 3, 1).requires_grad_()
+    assert a.squeeze((0,)).shape == (3, 1) and a.squeeze([0, 2]).shape == (3,) and a.squeeze(()).shape == (1, 3, 1)
+    assert a.squeeze(0, 2).shape == (3,) and a.squeeze((1,)).shape == (1, 3, 1) and a.squeeze(-1).shape == (1, 3)
+    y = a.squeeze((0, -1))
+    (y * ember.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.array([1.0, 2.0, 3.0]).reshape(1, 3, 1))
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        a.squeeze((0, -3))
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        a.squeeze(0.5)
 
 
 def test_renamed_node_still_differentiates():

@@ -72,7 +72,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
               ", ", vec.dim());
   EMBER_CHECK(self.size(1) == vec.size(0), Runtime, "size mismatch, got input (", self.size(0), "), mat (",
               self.size(0), "x", self.size(1), "), vec (", vec.size(0), ")");
-  return ember::squeeze(ember::mm(self, ember::unsqueeze(vec, -1)), IntList{-1});
+  return ember::squeeze(ember::mm(self, ember::unsqueeze(vec, -1)), -1);
 }
 
 namespace {
@@ -100,11 +100,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 2 && db == 1) {
     EMBER_CHECK(sa[1] == sb[0], Runtime, "size mismatch, got input (", sa[0], "), mat (", sa[0], "x", sa[1],
                 "), vec (", sb[0], ")");
-    return ember::squeeze(ember::mm(a, ember::unsqueeze(b, -1)), IntList{-1});
+    return ember::squeeze(ember::mm(a, ember::unsqueeze(b, -1)), -1);
   }
   if (da == 1 && db == 2) {
     check_mm_shapes(1, sa[0], sb[0], sb[1]);
-    return ember::squeeze(ember::mm(ember::unsqueeze(a, 0), b), IntList{0});
+    return ember::squeeze(ember::mm(ember::unsqueeze(a, 0), b), 0);
   }
   if (da == 2 && db == 2) {
     check_mm_shapes(sa[0], sa[1], sb[0], sb[1]);
