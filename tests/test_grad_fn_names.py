@@ -148,6 +148,45 @@ def test_node_names_as_torch(expected, fn):
     assert run_case(torch, fn) == expected
 
 
+# matmul's node by operand shapes and which operands require grad, as torch.matmul's decompositions:
+# dot, mv, unsqueeze/mm/squeeze_ (SqueezeBackward4), a fold of the batch into one mm/mv (UnsafeViewBackward0,
+# transposed back by a copy when the batch is on the right: CloneBackward0), else a bmm.
+MATMUL_CASES = [
+    ((3,), (3,), "11", "DotBackward0"), ((2, 3), (3,), "10", "MvBackward0"), ((2, 3), (3,), "01", "MvBackward0"),
+    ((3,), (3, 4), "11", "SqueezeBackward4"), ((3,), (3, 4), "01", "SqueezeBackward4"),
+    ((2, 3), (3, 4), "11", "MmBackward0"), ((5, 2, 3), (3,), "11", "UnsafeViewBackward0"),
+    ((3,), (5, 3, 4), "11", "UnsafeViewBackward0"), ((3,), (5, 3, 4), "01", "UnsafeViewBackward0"),
+    ((5, 2, 3), (3, 4), "11", "UnsafeViewBackward0"), ((6, 5, 2, 3), (3, 4), "01", "UnsafeViewBackward0"),
+    ((2, 3), (5, 3, 4), "11", "CloneBackward0"), ((2, 3), (5, 3, 4), "10", "CloneBackward0"),
+    ((2, 3), (5, 3, 4), "01", "UnsafeViewBackward0"), ((2, 3), (6, 5, 3, 4), "10", "CloneBackward0"),
+    ((1, 2, 3), (5, 3, 4), "10", "CloneBackward0"), ((1, 2, 3), (5, 3, 4), "01", "UnsafeViewBackward0"),
+    ((5, 2, 3), (1, 3, 4), "01", "UnsafeViewBackward0"), ((5, 2, 3), (5, 3, 4), "11", "UnsafeViewBackward0"),
+    ((6, 1, 2, 3), (5, 3, 4), "11", "UnsafeViewBackward0"), ((1, 3), (5, 3, 4), "11", "TransposeBackward0"),
+]
+
+
+def matmul_node(m, sa, sb, grads):
+    rng = np.random.default_rng(0)
+    a, b = (m.tensor(rng.standard_normal(s), requires_grad=g == "1") for s, g in zip((sa, sb), grads))
+    return m.matmul(a, b).grad_fn.name(), a, b
+
+
+@pytest.mark.parametrize("sa, sb, grads, expected", MATMUL_CASES)
+def test_matmul_node_names(sa, sb, grads, expected):
+    name, a, b = matmul_node(ember, sa, sb, grads)
+    assert name == expected
+    # the decomposition still computes the product and its gradients
+    np.testing.assert_allclose(ember.matmul(a, b).detach().numpy(), np.matmul(a.detach().numpy(), b.detach().numpy()),
+                               rtol=1e-12)
+    assert ember.autograd.gradcheck(ember.matmul, (a, b))
+
+
+@pytest.mark.parametrize("sa, sb, grads, expected", MATMUL_CASES)
+def test_matmul_node_names_as_torch(sa, sb, grads, expected):
+    torch = pytest.importorskip("torch")
+    assert matmul_node(torch, sa, sb, grads)[0] == expected
+
+
 def test_squeeze_overloads_shapes_and_gradients():
     """squeeze(dims) (SqueezeBackward2) drops the size-one dims listed, as squeeze(dim), and its
     gradient is the reshaped incoming one."""
