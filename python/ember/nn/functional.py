@@ -376,7 +376,9 @@ def _renorm(weight, input, max_norm, norm_type):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    """The rows of `weight` at `input`; max_norm renormalises the rows used, in place."""
+    """The rows of `weight` at `input`; max_norm renormalises the rows used, in place. sparse=True is accepted
+    but the gradient of `weight` is dense (ember has no sparse tensors): the same values, which optimizers
+    apply as PyTorch's do a sparse gradient."""
     padding_idx = _padding_index(padding_idx, weight.size(0))
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
@@ -415,8 +417,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse=True (sparse gradients) is not supported by ember")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
