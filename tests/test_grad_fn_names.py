@@ -299,3 +299,55 @@ def test_node_classes_as_torch():
         if m is ember:
             ours = names
     assert ours == names == ["MseLossBackward0", "SumBackward1", "MaxBackward1", "TBackward0"]
+
+
+# ---------------------------------------------------------------- next_functions
+def _next_names(m, make):
+    x, w = m.ones(2, 3, requires_grad=True), m.ones(3, 4, requires_grad=True)
+    c, k = m.ones(2, 3), m.ones(3, 4)
+    node = make(m, x, w, c, k).grad_fn
+    return [(None if n is None else type(n).__name__, i) for n, i in node.next_functions]
+
+
+ACC, NONE = ("AccumulateGrad", 0), (None, 0)
+NEXT_FUNCTIONS = [
+    # one entry per differentiable input, (None, 0) for those that do not require grad, as PyTorch's
+    (lambda m, x, w, c, k: x + c, [ACC, NONE]), (lambda m, x, w, c, k: c + x, [NONE, ACC]),
+    (lambda m, x, w, c, k: x * c, [ACC, NONE]), (lambda m, x, w, c, k: x + 1, [ACC, NONE]),
+    (lambda m, x, w, c, k: c.mm(w), [NONE, ACC]), (lambda m, x, w, c, k: x.mm(k), [ACC, NONE]),
+    (lambda m, x, w, c, k: x.mm(w), [ACC, ACC]), (lambda m, x, w, c, k: m.where(c > 0, x, c), [ACC, NONE]),
+    (lambda m, x, w, c, k: m.addcmul(c, x, c), [NONE, ACC, NONE]), (lambda m, x, w, c, k: m.cat([c, x]), [NONE, ACC]),
+    (lambda m, x, w, c, k: m.stack([x, c, x]), [ACC, NONE, ACC]), (lambda m, x, w, c, k: m.lerp(c, x, 0.5), [NONE, ACC]),
+    (lambda m, x, w, c, k: c.pow(x), [NONE, ACC]),
+    (lambda m, x, w, c, k: m.nn.functional.layer_norm(c, (3,), x[0], None), [NONE, ("SelectBackward0", 0), NONE]),
+    # composites with PyTorch's one node (ops.yaml node_inputs): their own inputs, not the inner nodes
+    (lambda m, x, w, c, k: m.nn.Linear(3, 4)(c), [ACC, NONE, ("TBackward0", 0)]),
+    (lambda m, x, w, c, k: m.nn.Linear(3, 4)(x), [ACC, ACC, ("TBackward0", 0)]),
+    (lambda m, x, w, c, k: m.addmm(k[0], c, w), [NONE, NONE, ACC]),
+    (lambda m, x, w, c, k: m.nn.functional.mse_loss(x, c), [ACC, NONE]),
+    (lambda m, x, w, c, k: m.nn.functional.mse_loss(c, x * 2), [NONE, ("MulBackward0", 0)]),
+    (lambda m, x, w, c, k: m.clamp(x, c, c), [ACC, NONE, NONE]),
+    (lambda m, x, w, c, k: m.clamp(c, None, x), [NONE, NONE, ACC]),
+    (lambda m, x, w, c, k: c.mv(w[:, 0]), [NONE, ("SelectBackward0", 0)]),
+]
+
+
+@pytest.mark.parametrize("make, expected", NEXT_FUNCTIONS)
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_next_functions_list_every_input(lib, make, expected):
+    assert _next_names(ember if lib == "ember" else pytest.importorskip("torch"), make) == expected
+
+
+def test_shown_inputs_leave_the_gradients_alone():
+    """nn.Linear's AddmmBackward0 shows its inputs; backward still runs the composite's own graph."""
+    lin = ember.nn.Linear(3, 2)
+    x = ember.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]], requires_grad=True)
+    out = lin(x)
+    assert [type(n).__name__ for n, _ in out.grad_fn.next_functions] == ["AccumulateGrad", "AccumulateGrad",
+                                                                          "TBackward0"]
+    assert out.grad_fn.next_functions[0][0].variable.data_ptr() == lin.bias.data_ptr()
+    out.backward(ember.tensor([[1.0, 0.0], [2.0, 1.0]]))
+    g = np.array([[1.0, 0.0], [2.0, 1.0]])
+    np.testing.assert_allclose(lin.weight.grad.numpy(), g.T @ x.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), g.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), g @ lin.weight.detach().numpy(), rtol=1e-6)
