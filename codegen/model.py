@@ -19,7 +19,7 @@ REDUCE_RESULTS = ("same", "long_for_integral", "bool")
 OP_KEYS = {"func", "kind", "variants", "derive", "promote", "cast", "dtypes", "scalar", "reduce", "kernels",
            "doc", "test", "nonzero", "nonnegative", "reject_bool", "require_one_of", "allow_internal_overlap",
            "special", "fits_self", "out_overlap", "numbers", "fit_numbers", "python_module", "promote_scalars",
-           "same_dtype", "node_name", "plain_tuple", "autocast", "inplace_variants"}
+           "same_dtype", "node_name", "node_inputs", "plain_tuple", "autocast", "inplace_variants"}
 SPECIAL_KEYS = {"when", "scalar", "dtypes"}
 DEVICES = ("cpu", "cuda")
 # The ember submodules a `python_module:` may name: each has a package that exports its table.
@@ -84,6 +84,7 @@ class Op:
     same_dtype: dict = field(default_factory=dict)  # {tensor arg: always | unless_0d}: must have self's dtype (lerp)
     plain_tuple: bool = False  # several returns as a plain tuple (PyTorch's std_mean), not ember.return_types
     node_name: str = ""     # a composite's node name for what its result ends with (PyTorch's: MseLossBackward0)
+    node_inputs: list = field(default_factory=list)  # the tensor args that node shows as next_functions
     autocast: dict = field(default_factory=dict)  # device type -> policy (AUTOCAST_POLICIES) under autocast
     inplace_variants: list = None  # the Python forms of the derived `op_` (default: see python_groups)
     derivative: Derivative = None
@@ -249,6 +250,13 @@ def _parse_op(entry, sets, file):
             raise SpecError(file, entry.line_of("node_name"),
                             f"{sig.full_name}: node_name is a node class name, on a composite op")
         op.node_name = str(entry["node_name"])
+    if "node_inputs" in entry:
+        tensors = {p.name for p in sig.params if p.type.base == "Tensor" and not p.type.is_list}
+        names = entry["node_inputs"]
+        if not op.node_name or not isinstance(names, list) or not names or any(n not in tensors for n in names):
+            raise SpecError(file, entry.line_of("node_inputs"),
+                            f"{sig.full_name}: node_inputs lists Tensor arguments, beside node_name")
+        op.node_inputs = list(names)
     if "autocast" in entry:
         op.autocast = _autocast(entry, sig, kind, file)
     if "inplace_variants" in entry:

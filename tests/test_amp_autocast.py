@@ -352,3 +352,27 @@ def test_state_function_argument_errors():
         ember.set_autocast_enabled(1, True)
     with pytest.raises(RuntimeError, match="device type at start of device string: tpu"):
         ember.get_autocast_dtype("tpu")
+
+
+def test_cpu_fp32_list_ctc_loss_and_quantile():
+    """PyTorch's CPU autocast fp32 list: ctc_loss and quantile/nanquantile run in float32 on bfloat16 input."""
+    F = ember.nn.functional
+    lp = ember.randn(6, 2, 5).log_softmax(2)
+    targets, lengths, target_lengths = ember.tensor([[1, 2], [3, 3]]), [6, 5], [2, 2]
+    x = ember.tensor([[0.5, 2.0, -1.0, 4.0]])
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        loss = F.ctc_loss(lp.bfloat16(), targets, lengths, target_lengths)
+        q = ember.quantile(x.bfloat16(), 0.25, dim=1)
+        nq = ember.nanquantile(x.bfloat16(), ember.tensor([0.5]).bfloat16())
+    assert loss.dtype == q.dtype == nq.dtype == ember.float32
+    expected = F.ctc_loss(lp.bfloat16().float(), targets, lengths, target_lengths)
+    assert loss.item() == expected.item()
+    np.testing.assert_allclose(q.numpy(), np.quantile(x.numpy(), 0.25, axis=1))
+    np.testing.assert_allclose(nq.numpy(), [np.quantile(x.numpy(), 0.5)])
+    torch = pytest.importorskip("torch")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        t_loss = torch.nn.functional.ctc_loss(torch.tensor(lp.numpy()).bfloat16(), torch.tensor([[1, 2], [3, 3]]),
+                                              lengths, target_lengths)
+        t_q = torch.quantile(torch.tensor(x.numpy()).bfloat16(), 0.25, dim=1)
+    assert t_loss.dtype == t_q.dtype == torch.float32
+    np.testing.assert_allclose(loss.item(), t_loss.item(), rtol=1e-5)

@@ -205,3 +205,62 @@ def test_disabled_scaler_passes_through():
         assert ember.cpu.amp.GradScaler().is_enabled()
     with pytest.raises(AssertionError, match="The growth factor must be > 1.0."):
         ember.amp.GradScaler("cpu", growth_factor=1.0)
+
+
+def test_unscale_op_returns_none_as_torch():
+    libs = [ember] + ([torch] if torch is not None else [])
+    for lib in libs:
+        grads = [lib.tensor([2.0, 4.0])]
+        assert lib._amp_foreach_non_finite_check_and_unscale_(grads, lib.zeros(()), lib.full((), 0.5)) is None
+        assert grads[0].tolist() == [1.0, 2.0]
+
+
+def _train_fused(lib, opt_name, fused, steps=5, poison=(2,), unscale_first=False):
+    """float32 steps of a small linear model under GradScaler; step `poison` gets an inf gradient."""
+    rng = np.random.default_rng(3)
+    model = lib.nn.Linear(4, 3)
+    with lib.no_grad():
+        model.weight.copy_(lib.tensor(rng.standard_normal((3, 4)).astype(np.float32)))
+        model.bias.copy_(lib.tensor(rng.standard_normal(3).astype(np.float32)))
+    opt_cls = getattr(lib.optim, opt_name)
+    opt = opt_cls(model.parameters(), lr=0.1, fused=fused, **({"momentum": 0.9} if opt_name == "SGD" else {}))
+    scaler = lib.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=2)
+    x = lib.tensor(rng.standard_normal((6, 4)).astype(np.float32))
+    grads, weights = [], []
+    for i in range(steps):
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        scaled = scaler.scale(loss)
+        (scaled * float("inf") if i in poison else scaled).backward()
+        if unscale_first:
+            scaler.unscale_(opt)
+        scaler.step(opt)
+        scaler.update()
+        grads.append(model.weight.grad.numpy().copy())
+        weights.append(model.weight.detach().numpy().copy())
+    return grads, weights, scaler.get_scale(), opt
+
+
+@pytest.mark.parametrize("opt_name", ["Adam", "AdamW", "SGD"])
+@pytest.mark.parametrize("unscale_first", [False, True])
+def test_fused_optimizer_unscales_itself(opt_name, unscale_first):
+    """fused=True sets _step_supports_amp_scaling: GradScaler.step only checks for inf and hands grad_scale
+    and found_inf to the optimizer, which divides the gradients and skips the update after an inf; the result
+    is the unfused path's (which unscales first)."""
+    grads, weights, scale, opt = _train_fused(ember, opt_name, True, unscale_first=unscale_first)
+    assert opt._step_supports_amp_scaling is True and not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
+    assert not hasattr(_train_fused(ember, opt_name, False, steps=1)[3], "_step_supports_amp_scaling")
+    ref_grads, ref_weights, ref_scale, _ = _train_fused(ember, opt_name, False, unscale_first=unscale_first)
+    assert scale == ref_scale == 2048.0  # grown after steps 0-1, backed off at 2, grown after 3-4
+    np.testing.assert_array_equal(weights[2], weights[1])  # the inf step was skipped
+    for i in (0, 1, 3, 4):
+        np.testing.assert_allclose(grads[i], ref_grads[i], rtol=1e-5, atol=1e-6)  # left unscaled in place
+        np.testing.assert_allclose(weights[i], ref_weights[i], rtol=1e-5, atol=1e-6)
+    if opt_name != "SGD":
+        assert opt.state[opt.param_groups[0]["params"][0]]["step"].item() == 4  # the skipped step not counted
+    if torch is not None:
+        t_grads, t_weights, t_scale, t_opt = _train_fused(torch, opt_name, True, unscale_first=unscale_first)
+        assert t_opt._step_supports_amp_scaling is True and t_scale == scale
+        for i in (0, 1, 3, 4):
+            np.testing.assert_allclose(grads[i], t_grads[i], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(weights[i], t_weights[i], rtol=1e-5, atol=1e-6)

@@ -443,6 +443,9 @@ EINSUMS = [
     (" i j , j k -> i k ", [(2, 3), (3, 4)]), ("ab,ab,ab->a", [(2, 3), (2, 3), (2, 3)]),
     ("ij,ij->ij", [(2, 1), (1, 3)]), ("iij->", [(2, 2, 3)]), ("bij,bjk->", [(2, 3, 4), (2, 4, 5)]),
     ("ij->ji", [(2, 3)]), ("b...,b->...b", [(2, 3, 4), (2,)]), ("ik,jk->ij", [(0, 3), (2, 3)]),
+    # products without a contracted label (PyTorch's mul), broadcasting against a later operand
+    ("i,j,ij->ij", [(3,), (1,), (3, 4)]), ("ij,ij->ji", [(2, 3), (2, 3)]), ("i,j->", [(3,), (4,)]),
+    ("ij,i->i", [(2, 3), (2,)]), ("ijk->kj", [(2, 3, 4)]), ("bi,bj,bk->bijk", [(2, 3), (2, 2), (2, 4)]),
 ]
 
 
@@ -505,7 +508,8 @@ def test_einsum_dtype_mismatch():
 
 @pytest.mark.parametrize("equation,shapes", [("ij,jk->ik", [(2, 3), (3, 4)]), ("ii->i", [(3, 3)]),
                                              ("...ij,...jk", [(2, 1, 3, 2), (3, 2, 2)]), ("abc,cd,de->ae", [(2, 2, 3), (3, 2), (2, 2)]),
-                                             ("ij,ij->", [(2, 3), (1, 3)])])
+                                             ("ij,ij->", [(2, 3), (1, 3)]), ("i,j,ij->ji", [(3,), (1,), (3, 2)]),
+                                             ("ijk->kj", [(2, 3, 2)]), ("ij,ij->ij", [(2, 3), (2, 3)])])
 def test_einsum_gradients(equation, shapes):
     inputs = [t64(*s) for s in shapes]
     check_grads(lambda *ops: ember.einsum(equation, *ops), *inputs)

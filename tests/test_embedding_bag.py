@@ -173,9 +173,21 @@ def test_errors_match_torch(case):
         assert str(ours.value).split("\n")[0] == str(theirs.value).split("\n")[0]
 
 
-def test_sparse_gradients_are_refused():
-    with pytest.raises(NotImplementedError, match="embedding_bag: sparse=True"):
-        ember.embedding_bag(ember.tensor(weight()), ember.tensor(IDX), ember.tensor(OFFSETS), sparse=True)
+def test_sparse_gives_the_dense_gradient():
+    """sparse=True: ember has no sparse tensors, so the weight's gradient is the dense one (the same values);
+    max mode refuses it, as PyTorch's."""
+    grads = []
+    for sparse in (False, True):
+        w = ember.tensor(weight(), requires_grad=True)
+        out = ember.embedding_bag(w, ember.tensor(IDX), ember.tensor(OFFSETS), sparse=sparse)[0]
+        (out * ember.arange(float(out.numel())).reshape(out.shape)).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert np.count_nonzero(grads[1])
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        ember.nn.functional.embedding_bag(ember.tensor([[0, 1]]), ember.tensor(weight()), mode="max", sparse=True)
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        ember.embedding_bag(ember.tensor(weight()), ember.tensor(IDX), ember.tensor(OFFSETS), mode=2, sparse=True)
 
 
 def test_2d_input_is_refused_with_a_hint():

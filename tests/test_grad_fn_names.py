@@ -18,6 +18,12 @@ CASES = [
     ("ProdBackward1", lambda m, F, a: a.prod(1)),
     ("SqueezeBackward0", lambda m, F, a: a[:1].squeeze()),
     ("SqueezeBackward1", lambda m, F, a: a[:1].squeeze(0)),
+    ("SqueezeBackward1", lambda m, F, a: a[:1].squeeze(dim=-2)),
+    ("SqueezeBackward2", lambda m, F, a: a[:1].squeeze((0,))),
+    ("SqueezeBackward2", lambda m, F, a: a[:1].squeeze(dim=[0, 1])),
+    ("SqueezeBackward2", lambda m, F, a: m.squeeze(a[:1], (0,))),
+    ("SqueezeBackward2", lambda m, F, a: a[:1, None].squeeze(0, 1)),
+    ("SqueezeBackward2", lambda m, F, a: a.squeeze(())),
     ("VarBackward0", lambda m, F, a: a.var()),
     ("VarBackward0", lambda m, F, a: a.var(1)),
     ("StdBackward0", lambda m, F, a: a.std(0)),
@@ -78,6 +84,23 @@ CASES = [
     ("ViewBackward0", lambda m, F, a: m.einsum("ij,jk->ik", a, a.t())),
     ("ViewBackward0", lambda m, F, a: m.einsum("bij,bjk->bik", a.reshape(1, 3, 4), a.t().reshape(1, 4, 3))),
     ("ViewBackward0", lambda m, F, a: m.einsum("i,i->", a[0], a[1])),
+    ("MulBackward0", lambda m, F, a: m.einsum("ij,ij->ij", a, a)),
+    ("MulBackward0", lambda m, F, a: m.einsum("ij,ij->ji", a, a)),
+    ("MulBackward0", lambda m, F, a: m.einsum("i,i->i", a[0], a[1])),
+    ("MulBackward0", lambda m, F, a: m.einsum("i,j->ij", a[0], a[1])),
+    ("MulBackward0", lambda m, F, a: m.einsum("i,j", a[0], a[1])),
+    ("MulBackward0", lambda m, F, a: m.einsum("bi,bj,bk->bijk", a, a, a)),
+    ("ViewBackward0", lambda m, F, a: m.einsum("i,j->", a[0], a[1])),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ij,i->i", a, a[:, 0])),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ij,ij->i", a, a)),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ji,jk->ik", a, a)),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ij,ik->kj", a, a)),
+    ("ViewBackward0", lambda m, F, a: m.einsum("ij,jk,kl->il", a, a.t(), a)),
+    ("ViewBackward0", lambda m, F, a: m.einsum("bhqd,bhkd->bhqk", a.reshape(1, 3, 2, 2), a.reshape(1, 3, 2, 2))),
+    ("ViewBackward0", lambda m, F, a: m.einsum("...ij,...jk->...ik", a.reshape(3, 2, 2), a.reshape(3, 2, 2))),
+    ("PermuteBackward0", lambda m, F, a: m.einsum("ii->i", a[:, :3])),
+    ("SumBackward1", lambda m, F, a: m.einsum("ii", a[:, :3])),
+    ("SumBackward1", lambda m, F, a: m.einsum("ijk->kj", a.reshape(3, 2, 2))),
     ("SumBackward1", lambda m, F, a: m.einsum("ij->j", a)),
     ("PermuteBackward0", lambda m, F, a: m.einsum("ij->ji", a)),
     ("PermuteBackward0", lambda m, F, a: m.einsum("ij->ij", a)),
@@ -123,6 +146,60 @@ def test_node_names(expected, fn):
 def test_node_names_as_torch(expected, fn):
     torch = pytest.importorskip("torch")
     assert run_case(torch, fn) == expected
+
+
+# matmul's node by operand shapes and which operands require grad, as torch.matmul's decompositions:
+# dot, mv, unsqueeze/mm/squeeze_ (SqueezeBackward4), a fold of the batch into one mm/mv (UnsafeViewBackward0,
+# transposed back by a copy when the batch is on the right: CloneBackward0), else a bmm.
+MATMUL_CASES = [
+    ((3,), (3,), "11", "DotBackward0"), ((2, 3), (3,), "10", "MvBackward0"), ((2, 3), (3,), "01", "MvBackward0"),
+    ((3,), (3, 4), "11", "SqueezeBackward4"), ((3,), (3, 4), "01", "SqueezeBackward4"),
+    ((2, 3), (3, 4), "11", "MmBackward0"), ((5, 2, 3), (3,), "11", "UnsafeViewBackward0"),
+    ((3,), (5, 3, 4), "11", "UnsafeViewBackward0"), ((3,), (5, 3, 4), "01", "UnsafeViewBackward0"),
+    ((5, 2, 3), (3, 4), "11", "UnsafeViewBackward0"), ((6, 5, 2, 3), (3, 4), "01", "UnsafeViewBackward0"),
+    ((2, 3), (5, 3, 4), "11", "CloneBackward0"), ((2, 3), (5, 3, 4), "10", "CloneBackward0"),
+    ((2, 3), (5, 3, 4), "01", "UnsafeViewBackward0"), ((2, 3), (6, 5, 3, 4), "10", "CloneBackward0"),
+    ((1, 2, 3), (5, 3, 4), "10", "CloneBackward0"), ((1, 2, 3), (5, 3, 4), "01", "UnsafeViewBackward0"),
+    ((5, 2, 3), (1, 3, 4), "01", "UnsafeViewBackward0"), ((5, 2, 3), (5, 3, 4), "11", "UnsafeViewBackward0"),
+    ((6, 1, 2, 3), (5, 3, 4), "11", "UnsafeViewBackward0"), ((1, 3), (5, 3, 4), "11", "TransposeBackward0"),
+]
+
+
+def matmul_node(m, sa, sb, grads):
+    rng = np.random.default_rng(0)
+    a, b = (m.tensor(rng.standard_normal(s), requires_grad=g == "1") for s, g in zip((sa, sb), grads))
+    return m.matmul(a, b).grad_fn.name(), a, b
+
+
+@pytest.mark.parametrize("sa, sb, grads, expected", MATMUL_CASES)
+def test_matmul_node_names(sa, sb, grads, expected):
+    name, a, b = matmul_node(ember, sa, sb, grads)
+    assert name == expected
+    # the decomposition still computes the product and its gradients
+    np.testing.assert_allclose(ember.matmul(a, b).detach().numpy(), np.matmul(a.detach().numpy(), b.detach().numpy()),
+                               rtol=1e-12)
+    assert ember.autograd.gradcheck(ember.matmul, (a, b))
+
+
+@pytest.mark.parametrize("sa, sb, grads, expected", MATMUL_CASES)
+def test_matmul_node_names_as_torch(sa, sb, grads, expected):
+    torch = pytest.importorskip("torch")
+    assert matmul_node(torch, sa, sb, grads)[0] == expected
+
+
+def test_squeeze_overloads_shapes_and_gradients():
+    """squeeze(dims) (SqueezeBackward2) drops the size-one dims listed, as squeeze(dim), and its
+    gradient is the reshaped incoming one."""
+    a = ember.arange(3.0).reshape(1, 3, 1).requires_grad_()
+    assert a.squeeze((0,)).shape == (3, 1) and a.squeeze([0, 2]).shape == (3,) and a.squeeze(()).shape == (1, 3, 1)
+    assert a.squeeze(0, 2).shape == (3,) and a.squeeze((1,)).shape == (1, 3, 1) and a.squeeze(-1).shape == (1, 3)
+    y = a.squeeze((0, -1))
+    (y * ember.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.array([1.0, 2.0, 3.0]).reshape(1, 3, 1))
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        a.squeeze((0, -3))
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        a.squeeze(0.5)
 
 
 def test_renamed_node_still_differentiates():
@@ -222,3 +299,55 @@ def test_node_classes_as_torch():
         if m is ember:
             ours = names
     assert ours == names == ["MseLossBackward0", "SumBackward1", "MaxBackward1", "TBackward0"]
+
+
+# ---------------------------------------------------------------- next_functions
+def _next_names(m, make):
+    x, w = m.ones(2, 3, requires_grad=True), m.ones(3, 4, requires_grad=True)
+    c, k = m.ones(2, 3), m.ones(3, 4)
+    node = make(m, x, w, c, k).grad_fn
+    return [(None if n is None else type(n).__name__, i) for n, i in node.next_functions]
+
+
+ACC, NONE = ("AccumulateGrad", 0), (None, 0)
+NEXT_FUNCTIONS = [
+    # one entry per differentiable input, (None, 0) for those that do not require grad, as PyTorch's
+    (lambda m, x, w, c, k: x + c, [ACC, NONE]), (lambda m, x, w, c, k: c + x, [NONE, ACC]),
+    (lambda m, x, w, c, k: x * c, [ACC, NONE]), (lambda m, x, w, c, k: x + 1, [ACC, NONE]),
+    (lambda m, x, w, c, k: c.mm(w), [NONE, ACC]), (lambda m, x, w, c, k: x.mm(k), [ACC, NONE]),
+    (lambda m, x, w, c, k: x.mm(w), [ACC, ACC]), (lambda m, x, w, c, k: m.where(c > 0, x, c), [ACC, NONE]),
+    (lambda m, x, w, c, k: m.addcmul(c, x, c), [NONE, ACC, NONE]), (lambda m, x, w, c, k: m.cat([c, x]), [NONE, ACC]),
+    (lambda m, x, w, c, k: m.stack([x, c, x]), [ACC, NONE, ACC]), (lambda m, x, w, c, k: m.lerp(c, x, 0.5), [NONE, ACC]),
+    (lambda m, x, w, c, k: c.pow(x), [NONE, ACC]),
+    (lambda m, x, w, c, k: m.nn.functional.layer_norm(c, (3,), x[0], None), [NONE, ("SelectBackward0", 0), NONE]),
+    # composites with PyTorch's one node (ops.yaml node_inputs): their own inputs, not the inner nodes
+    (lambda m, x, w, c, k: m.nn.Linear(3, 4)(c), [ACC, NONE, ("TBackward0", 0)]),
+    (lambda m, x, w, c, k: m.nn.Linear(3, 4)(x), [ACC, ACC, ("TBackward0", 0)]),
+    (lambda m, x, w, c, k: m.addmm(k[0], c, w), [NONE, NONE, ACC]),
+    (lambda m, x, w, c, k: m.nn.functional.mse_loss(x, c), [ACC, NONE]),
+    (lambda m, x, w, c, k: m.nn.functional.mse_loss(c, x * 2), [NONE, ("MulBackward0", 0)]),
+    (lambda m, x, w, c, k: m.clamp(x, c, c), [ACC, NONE, NONE]),
+    (lambda m, x, w, c, k: m.clamp(c, None, x), [NONE, NONE, ACC]),
+    (lambda m, x, w, c, k: c.mv(w[:, 0]), [NONE, ("SelectBackward0", 0)]),
+]
+
+
+@pytest.mark.parametrize("make, expected", NEXT_FUNCTIONS)
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_next_functions_list_every_input(lib, make, expected):
+    assert _next_names(ember if lib == "ember" else pytest.importorskip("torch"), make) == expected
+
+
+def test_shown_inputs_leave_the_gradients_alone():
+    """nn.Linear's AddmmBackward0 shows its inputs; backward still runs the composite's own graph."""
+    lin = ember.nn.Linear(3, 2)
+    x = ember.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]], requires_grad=True)
+    out = lin(x)
+    assert [type(n).__name__ for n, _ in out.grad_fn.next_functions] == ["AccumulateGrad", "AccumulateGrad",
+                                                                          "TBackward0"]
+    assert out.grad_fn.next_functions[0][0].variable.data_ptr() == lin.bias.data_ptr()
+    out.backward(ember.tensor([[1.0, 0.0], [2.0, 1.0]]))
+    g = np.array([[1.0, 0.0], [2.0, 1.0]])
+    np.testing.assert_allclose(lin.weight.grad.numpy(), g.T @ x.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), g.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), g @ lin.weight.detach().numpy(), rtol=1e-6)

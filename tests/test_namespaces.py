@@ -21,7 +21,8 @@ except ImportError:
 EMBER_ONLY = {"slice", "index"}
 # Kernels PyTorch keeps in torch._C._nn without a torch.nn.functional function of their name (F.pad reaches them).
 NN_ONLY = {f"{kind}_pad{n}d" for kind in ("reflection", "replication") for n in (1, 2, 3)} | {
-    "upsample_bicubic2d", "upsample_nearest1d", "upsample_nearest2d", "upsample_linear1d", "upsample_bilinear2d"}
+    "upsample_bicubic2d", "upsample_nearest1d", "upsample_nearest2d", "upsample_linear1d", "upsample_bilinear2d",
+    "upsample_nearest3d", "upsample_trilinear3d"}
 
 
 def test_linalg_functions_come_from_their_table():

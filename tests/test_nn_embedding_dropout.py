@@ -81,14 +81,48 @@ def test_embedding_errors():
         nn.EmbeddingBag(3, 2, padding_idx=5)
 
 
-def test_sparse_gradients_are_refused_clearly():
-    # ember has no sparse tensors: sparse=True is kept (repr, state) but the lookup refuses it by name
+def _sparse_training(lib, opt_name, sparse, steps=4):
+    """Losses and final weights of a small model with Embedding(sparse=...) and EmbeddingBag(sparse=...)."""
+    lib.manual_seed(0)
+    rng = np.random.default_rng(0)
+    emb, bag = lib.nn.Embedding(10, 3, sparse=sparse), lib.nn.EmbeddingBag(10, 3, sparse=sparse)
+    with lib.no_grad():
+        emb.weight.copy_(lib.tensor(rng.standard_normal((10, 3)).astype(np.float32)))
+        bag.weight.copy_(lib.tensor(rng.standard_normal((10, 3)).astype(np.float32)))
+    params = list(emb.parameters()) + list(bag.parameters())
+    opt = {"SGD": lambda: lib.optim.SGD(params, lr=0.5, momentum=0.9),
+           "SGD-plain": lambda: lib.optim.SGD(params, lr=0.5),
+           "Adagrad": lambda: lib.optim.Adagrad(params, lr=0.3)}[opt_name]()
+    x = lib.tensor([[1, 2, 4], [4, 4, 7]])
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((emb(x).sum(1) - bag(x)) ** 2).mean() + emb(x[:, :1]).square().sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, emb.weight.detach().numpy().copy(), bag.weight.detach().numpy().copy()
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks")  # torch's Adagrad on its sparse gradient
+@pytest.mark.parametrize("opt_name", ["SGD", "SGD-plain", "Adagrad"])
+def test_sparse_true_trains_with_a_dense_gradient(opt_name):
+    """ember has no sparse tensors: sparse=True is kept (repr, state) and the gradient is dense; the
+    optimizers then update exactly as with sparse=False, and as PyTorch's do with its sparse gradient."""
     emb = nn.Embedding(5, 2, sparse=True)
     assert emb.sparse and list(emb.state_dict()) == ["weight"]
-    with pytest.raises(NotImplementedError, match=r"embedding: sparse=True \(sparse gradients\) is not supported"):
-        emb(ember.tensor([1, 2]))
-    with pytest.raises(NotImplementedError, match="embedding_bag: sparse=True"):
-        nn.EmbeddingBag(5, 2, sparse=True)(ember.tensor([[1, 2]]))
+    emb(ember.tensor([1, 1, 3])).sum().backward()
+    assert not emb.weight.grad.is_sparse
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), [[0, 0], [2, 2], [0, 0], [1, 1], [0, 0]])
+    ours = _sparse_training(ember, opt_name, True)
+    dense = _sparse_training(ember, opt_name, False)
+    for a, b in zip(ours, dense):
+        np.testing.assert_array_equal(a, b)
+    torch = pytest.importorskip("torch")
+    theirs = _sparse_training(torch, opt_name, True)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-6)
 
 
 @needs_torch

@@ -10,7 +10,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
-from harness.refs import (np_adaptive_avg_pool2d, np_adaptive_max_pool2d, np_avg_pool2d, np_max_pool2d_with_indices,
+from harness.refs import (np_adaptive_avg_pool2d, np_upsample3d, np_adaptive_max_pool2d, np_avg_pool2d, np_max_pool2d_with_indices,
                           np_pad, np_upsample_linear, np_upsample_nearest)
 
 try:
@@ -458,6 +458,66 @@ def test_interpolate_against_numpy_and_torch(ndim, mode, align, kwargs):
     if torch is not None:
         t = TF.interpolate(torch.tensor(a), mode=mode, align_corners=align, **kwargs).numpy()
         np.testing.assert_allclose(got, t, rtol=1e-12, atol=1e-12)
+
+
+SIZES_5D = [dict(size=5), dict(size=(4, 7, 2)), dict(scale_factor=2), dict(scale_factor=0.6),
+            dict(scale_factor=(1.5, 2.3, 0.5)), dict(scale_factor=1.7, recompute_scale_factor=True), dict(size=1)]
+MODES_5D = [("nearest", None), ("nearest-exact", None), ("trilinear", False), ("trilinear", True)]
+
+
+@pytest.mark.parametrize("kwargs", SIZES_5D, ids=[str(s) for s in SIZES_5D])
+@pytest.mark.parametrize("mode,align", MODES_5D, ids=[f"{m}-{a}" for m, a in MODES_5D])
+def test_interpolate_5d_against_numpy_and_torch(threads, mode, align, kwargs):
+    """upsample_trilinear3d / upsample_nearest3d (and nearest-exact): non-contiguous input, 1-3 threads."""
+    shape = (2, 3, 3, 4, 5)
+    a = np.random.default_rng(14).standard_normal(shape)
+    got = F.interpolate(noncontig(a), mode=mode, align_corners=align, **kwargs)
+    scale, size = kwargs.get("scale_factor"), kwargs.get("size")
+    scales = list(scale) if isinstance(scale, tuple) else [scale] * 3
+    out = list(size) if isinstance(size, tuple) else [size] * 3 if size else [int(n * s) for n, s in zip(shape[2:], scales)]
+    if kwargs.get("recompute_scale_factor"):
+        scales = [None] * 3
+    want = np_upsample3d(a, out, mode == "trilinear", mode == "nearest-exact", bool(align), *scales)
+    assert tuple(got.shape) == shape[:2] + tuple(out)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    name = {"nearest": "UpsampleNearest3DBackward0", "nearest-exact": "UpsampleNearestExact3DBackward0",
+            "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
+    assert F.interpolate(noncontig(a).requires_grad_(), mode=mode, align_corners=align, **kwargs).grad_fn.name() == name
+    if torch is not None:
+        t = TF.interpolate(torch.tensor(a), mode=mode, align_corners=align, **kwargs).numpy()
+        np.testing.assert_allclose(got.numpy(), t, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,align", MODES_5D)
+def test_interpolate_5d_gradients_float32_and_module(mode, align):
+    x = ember.tensor(distinct(1, 2, 2, 3, 2), requires_grad=True)
+    for kwargs in (dict(size=(3, 5, 3)), dict(scale_factor=1.5), dict(scale_factor=(0.5, 2, 1))):
+        fn = lambda t: F.interpolate(t, mode=mode, align_corners=align, **kwargs) ** 2
+        assert gradcheck(fn, (x,), check_forward_ad=True)
+        assert gradgradcheck(fn, (x,), check_fwd_over_rev=True)
+    a = np.random.default_rng(15).standard_normal((2, 2, 4, 3, 5)).astype(np.float32)
+    up = ember.nn.Upsample(scale_factor=2, mode=mode, align_corners=align)
+    got = up(ember.tensor(a))
+    want = np_upsample3d(a, [8, 6, 10], mode == "trilinear", mode == "nearest-exact", bool(align), 2.0, 2.0, 2.0)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    xg = ember.tensor(a, requires_grad=True)
+    g = np.random.default_rng(16).standard_normal(got.shape).astype(np.float32)
+    up(xg).backward(ember.tensor(g))
+    if torch is not None:
+        tx = torch.tensor(a, requires_grad=True)
+        tout = torch.nn.Upsample(scale_factor=2, mode=mode, align_corners=align)(tx)
+        np.testing.assert_allclose(got.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+        tout.backward(torch.tensor(g))
+        np.testing.assert_allclose(xg.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_interpolate_5d_errors():
+    with pytest.raises(NotImplementedError, match="Got 5D input, but bilinear mode needs 4D input"):
+        F.interpolate(ember.ones(1, 1, 2, 2, 2), size=4, mode="bilinear")
+    with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
+        ember._C._nn.upsample_trilinear3d(ember.ones(1, 1, 2, 2, 2), [0, 2, 2], False)
+    with pytest.raises(RuntimeError, match="Non-empty 5D data tensor expected"):
+        ember._C._nn.upsample_nearest3d(ember.ones(1, 2, 2, 2), [2, 2, 2])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -233,6 +233,33 @@ def test_float_power():
     np.testing.assert_allclose(x.grad.numpy(), 3 * np.array([1.5, 2.0]) ** 2)
 
 
+@pytest.mark.parametrize("exp_dtype", ["float64", "float32"])
+def test_float_power__differentiates_to_base_and_exponent(exp_dtype):
+    """x.float_power_(t) with t requiring grad: gradients to both (the in-place composite no longer bumps
+    self's version past the result pow_ saved)."""
+    base, exp = np.array([2.0, 4.0, 0.5]), np.array([0.5, 2.0, -1.5])
+
+    def run(m):
+        d = m.tensor(base, requires_grad=True)
+        e = m.tensor(exp, dtype=getattr(m, exp_dtype), requires_grad=True)
+        x = d.clone()
+        version = x._version
+        assert x.float_power_(e) is x and x._version == version + 1
+        (x * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+        return x.grad_fn.name(), d.grad.numpy(), e.grad.numpy(), e.grad.dtype
+    name, gd, ge, ge_dtype = run(ember)
+    e64 = exp.astype(np.float32).astype(np.float64) if exp_dtype == "float32" else exp
+    w = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(gd, w * e64 * base ** (e64 - 1), rtol=1e-12)
+    np.testing.assert_allclose(ge, w * base ** e64 * np.log(base), rtol=1e-6 if exp_dtype == "float32" else 1e-12)
+    assert name == "PowBackward1" and ge_dtype == getattr(ember, exp_dtype)
+    torch = pytest.importorskip("torch")
+    t_name, t_gd, t_ge, _ = run(torch)
+    assert t_name == name
+    np.testing.assert_allclose(gd, t_gd, rtol=1e-12)
+    np.testing.assert_allclose(ge, t_ge, rtol=1e-6)
+
+
 def test_rsub_and_arithmetic_aliases():
     x, y = ember.tensor([1.0, 2.0]), ember.tensor([10.0, 20.0])
     assert ember.rsub(x, y).tolist() == [9.0, 18.0] and ember.rsub(x, y, alpha=2).tolist() == [8.0, 16.0]

@@ -1,6 +1,7 @@
 """quantile and nanquantile, as ATen composes them: sort, rank q within each sorted row, and
 interpolate between the two neighbouring values (gather + lerp, so autograd flows to them)."""
 from . import _C
+from ._autocast_policy import autocast_policy
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -73,12 +74,14 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return result if q.dim() == 1 else result.squeeze(0)
 
 
+@autocast_policy(cpu="fp32")  # PyTorch's CPU autocast fp32 list
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles of input (over all elements, or along dim); NaN if a row holds NaN."""
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
     return result if out is None else out.copy_(result)
 
 
+@autocast_policy(cpu="fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile ignoring NaN (NaN only for rows of NaN only)."""
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")

@@ -234,9 +234,10 @@ void bind_autograd_hooks(py::module_& m) {
   py::class_<Node, std::shared_ptr<Node>>(m, "Node", py::dynamic_attr())
       .def("name", &Node::name)
       .def_property_readonly("next_functions", [](Node& n) {
-        py::tuple out(n.next_edges.size());
-        for (size_t i = 0; i < n.next_edges.size(); ++i) {
-          const Edge& e = n.next_edges[i];
+        const std::vector<Edge>& edges = n.shown_edges ? *n.shown_edges : n.next_edges;
+        py::tuple out(edges.size());
+        for (size_t i = 0; i < edges.size(); ++i) {
+          const Edge& e = edges[i];
           out[i] = py::make_tuple(e.fn ? node_to_python(e.fn) : py::none(), e.input_nr);
         }
         return out;

@@ -580,7 +580,15 @@ def np_upsample(a, output_size, linear, exact=False, align_corners=False, scales
     return np_upsample_nearest(a, output_size, scales_h, scales_w, exact)
 
 
-HELPERS.update({"np_upsample": np_upsample})
+def np_upsample3d(a, output_size, linear, exact=False, align_corners=False, scales_d=None, scales_h=None,
+                  scales_w=None):
+    """upsample_trilinear3d / upsample_nearest3d: each of the last three dims resampled by its own 1-D rule."""
+    a = np_upsample(a, output_size[1:], linear, exact, align_corners, scales_h, scales_w)
+    a = np_upsample(np.moveaxis(a, -3, -1), output_size[:1], linear, exact, align_corners, None, scales_d)
+    return np.moveaxis(a, -1, -3)
+
+
+HELPERS.update({"np_upsample": np_upsample, "np_upsample3d": np_upsample3d})
 
 
 def np_upsample_bicubic(a, output_size, align_corners, scales_h=None, scales_w=None):

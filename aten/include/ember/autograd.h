@@ -1,6 +1,7 @@
 #pragma once
 // The tape: nodes are created by generated op wrappers as ops run, and walked
 // backwards by the engine (aten/src/autograd/engine.cpp).
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <mutex>
@@ -48,6 +49,8 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual ~Node() = default;
   // A composite op's name for the node its result ends with (autograd::name_composite_node), as PyTorch's.
   const char* renamed = nullptr;
+  // Such an op's own inputs, which next_functions shows (as PyTorch's one node); the engine runs next_edges.
+  std::unique_ptr<std::vector<Edge>> shown_edges;
   std::string name() const { return renamed ? std::string(renamed) : default_name(); }
   virtual std::string default_name() const = 0;
   // Gradients of the inputs from the gradients of the outputs.
@@ -207,7 +210,8 @@ void check_inplace(const Tensor& self, const char* op);
 uint64_t next_sequence_nr();
 // A composite op's result: the node recorded since `first` (by the ops the composite is made of)
 // shows PyTorch's node name for the whole op (`name` must be a string literal).
-void name_composite_node(const Tensor& result, uint64_t first, const char* name);
+void name_composite_node(const Tensor& result, uint64_t first, const char* name,
+                         std::initializer_list<const Tensor*> shown_inputs = {});
 // After a derived in-place op copied into self: the nodes of `value`'s graph created since
 // `first` drop the saved tensors that copy modified (backward raises on them, no cycle holds self).
 void forget_modified_since(const Tensor& value, uint64_t first);

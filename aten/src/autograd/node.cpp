@@ -30,9 +30,15 @@ Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1, std::memory_order_relaxed)
 
 uint64_t autograd::next_sequence_nr() { return g_sequence_nr.load(std::memory_order_relaxed); }
 
-void autograd::name_composite_node(const Tensor& result, uint64_t first, const char* name) {
+void autograd::name_composite_node(const Tensor& result, uint64_t first, const char* name,
+                                   std::initializer_list<const Tensor*> shown_inputs) {
   AutogradMeta* meta = result.defined() ? result.impl()->autograd.get() : nullptr;
-  if (meta && meta->grad_fn && meta->grad_fn->sequence_nr >= first) meta->grad_fn->renamed = name;
+  if (!meta || !meta->grad_fn || meta->grad_fn->sequence_nr < first) return;
+  meta->grad_fn->renamed = name;
+  if (shown_inputs.size() == 0) return;
+  auto shown = std::make_unique<std::vector<Edge>>();
+  for (const Tensor* t : shown_inputs) shown->push_back(t->defined() && t->requires_grad() ? gradient_edge(*t) : Edge{});
+  meta->grad_fn->shown_edges = std::move(shown);
 }
 
 void autograd::forget_modified_since(const Tensor& value, uint64_t first) {

@@ -142,8 +142,8 @@ Tensor conv_nd(const Tensor& input_in, const Tensor& weight_in, const Tensor& bi
     out = ember::_conv_backward_input(input, weight, out_size, a.stride, a.padding, a.dilation, groups);
     if (bias.defined()) out = ember::add(out, ember::view(bias, DimVector{1, out_channels, 1, 1}));
   }
-  if (n == 1) out = ember::squeeze(out, DimVector{2});
-  if (unbatched) out = ember::squeeze(out, DimVector{0});
+  if (n == 1) out = ember::squeeze(out, 2);
+  if (unbatched) out = ember::squeeze(out, 0);
   return half ? ember::to_dtype(out, dtype) : out;
 }
 

@@ -96,7 +96,7 @@ Tensor induced_norm(const Tensor& x, int64_t inner, int64_t outer, bool take_max
   } else {
     r = take_max ? ember::amax(sums, IntList{outer}, true) : ember::amin(sums, IntList{outer}, true);
   }
-  return keepdim ? r : ember::squeeze(r, IntList{inner, outer});
+  return keepdim ? r : ember::squeeze_dims(r, IntList{inner, outer});
 }
 
 enum class SingularReduce { Sum, Max, Min };

@@ -10,10 +10,13 @@
 #include "ember/ops/einsum.h"
 #include "ember/ops/expand.h"
 #include "ember/ops/mm.h"
+#include "ember/ops/mul.h"
 #include "ember/ops/permute.h"
 #include "ember/ops/reshape.h"
 #include "ember/ops/sum.h"
 #include "ember/ops/tensordot.h"
+#include "ember/ops/unsqueeze.h"
+#include "ember/ops/view.h"
 #include "ember/tensor.h"
 
 namespace ember::native {
@@ -57,6 +60,7 @@ Term parse_term(const std::string& eq, size_t pos, size_t end, const std::string
 struct Operand {
   Tensor t;
   Labels labels;  // one per dim of t
+  bool ends_in_view = false;  // t was made by a view (the last op of a bmm/mm contraction)
 };
 
 DimVector sizes_of(const Tensor& t, const Labels& dims_in_order, const Labels& labels) {
@@ -101,6 +105,29 @@ int64_t product(const Labels& ls, const std::vector<int64_t>& size_of) {
   return n;
 }
 
+// `op` with its dims in the order of `order` (its labels and others, which get size-one dims).
+Tensor aligned(const Operand& op, const Labels& order) {
+  Tensor t = op.t;
+  Labels have = op.labels;
+  for (int l : order)
+    if (!contains(have, l)) {
+      t = ember::unsqueeze(t, t.dim());
+      have.push_back(l);
+    }
+  IntList perm;
+  for (int l : order) perm.push_back(std::find(have.begin(), have.end(), l) - have.begin());
+  return ember::permute(t, perm);
+}
+
+// a x b without a contracted label: a broadcast product in `keep`'s order, as PyTorch's (its node
+// is MulBackward0, and the last one gives the output's order).
+Operand outer_product(const Operand& a, const Operand& b, const Labels& keep) {
+  Labels order;
+  for (int l : keep)
+    if ((contains(a.labels, l) || contains(b.labels, l)) && !contains(order, l)) order.push_back(l);
+  return {ember::mul(aligned(a, order), aligned(b, order)), order};
+}
+
 // a x b as one bmm: [batch, left, contracted] @ [batch, contracted, right]; labels in
 // neither `keep` nor the other operand are summed first.
 Operand contract(Operand a, Operand b, const Labels& keep, const std::vector<int64_t>& size_of) {
@@ -116,6 +143,7 @@ Operand contract(Operand a, Operand b, const Labels& keep, const std::vector<int
   }
   for (int l : b.labels)
     if (!contains(a.labels, l)) right.push_back(l);
+  if (summed.empty()) return outer_product(a, b, keep);
   const int64_t nb = product(batch, size_of), nl = product(left, size_of), nc = product(summed, size_of),
                 nr = product(right, size_of);
   Labels a_order = batch, b_order = batch;
@@ -132,7 +160,7 @@ Operand contract(Operand a, Operand b, const Labels& keep, const std::vector<int
   for (int l : labels) shape.push_back(size_of[l]);
   Tensor r = nb == 1 ? ember::mm(ember::reshape(a3, IntList{nl, nc}), ember::reshape(b3, IntList{nc, nr}))
                      : ember::bmm(a3, b3);
-  return {ember::reshape(r, shape), labels};
+  return {ember::reshape(r, shape), labels, true};
 }
 
 }  // namespace
@@ -237,23 +265,31 @@ Tensor einsum(const std::string& equation, const TensorList& tensors, const std:
     for (int l = 0; l < kLetters; ++l)
       if (count[l] == 1) out.push_back(l);
   }
+  // The last node is PyTorch's: one operand permutes to the output's order, then sums the labels
+  // not in it (PermuteBackward0 or SumBackward1); several end in a product (MulBackward0) when every
+  // label is in the output, else in a view (ViewBackward0).
+  bool contracts = false;
+  for (const Operand& op : ops)
+    for (int l : op.labels) contracts |= !contains(out, l);
+  if (ops.size() == 1) {
+    Labels order = out;
+    for (int l : ops[0].labels)
+      if (!contains(order, l)) order.push_back(l);
+    Operand all{aligned(ops[0], order), order};
+    sum_out(all, out);
+    return all.t;
+  }
   // Contract left to right, keeping what the output or a later operand needs.
   Operand acc = ops[0];
-  for (size_t i = 1; i <= ops.size(); ++i) {
+  for (size_t i = 1; i < ops.size(); ++i) {
     Labels keep = out;
     for (size_t j = i + 1; j < ops.size(); ++j) keep.insert(keep.end(), ops[j].labels.begin(), ops[j].labels.end());
-    if (i == ops.size()) {
-      sum_out(acc, keep);
-      break;
-    }
     acc = contract(std::move(acc), ops[i], keep, size_of);
   }
   // Every output label is in acc: each came from an operand and was kept since.
   Tensor result = arranged(acc, out, size_of);
-  if (!result.is_same(tensors[0])) return result;
-  IntList identity(result.dim());  // "ij->ij": a view, as PyTorch's permute
-  for (int64_t d = 0; d < result.dim(); ++d) identity[d] = d;
-  return ember::permute(result, identity);
+  const bool viewed = acc.ends_in_view && result.is_same(acc.t);
+  return contracts && !viewed ? ember::view(result, result.sizes()) : result;
 }
 
 Tensor tensordot(const Tensor& self, const Tensor& other, const IntList& dims_self, const IntList& dims_other) {

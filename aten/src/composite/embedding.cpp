@@ -208,7 +208,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag(const Tensor& weight, c
                 " through ", rows - 1, ", but got ", pad);
     if (pad < 0) pad += rows;
   }
-  EMBER_CHECK(!sparse, NotImplemented, "embedding_bag: sparse=True (sparse gradients) is not supported by ember");
+  // sparse=True: a dense gradient (ember has no sparse tensors), except where PyTorch refuses it.
+  EMBER_CHECK(!(sparse && mode == 2), Value, "max mode does not support sparse weights");
   // max mode routes each gradient to the bag's maximum alone: PyTorch ignores scale_grad_by_freq there.
   const Tensor output = ember::_embedding_bag_reduce(weight, indices, offsets, mode, per_sample_weights,
                                                      include_last_offset, pad, scale_grad_by_freq && mode != 2);

@@ -130,7 +130,7 @@ Tensor linalg_solve(const Tensor& A, const Tensor& B, bool left) {
     EMBER_CHECK(B.size(-1) == n, Runtime, "linalg.solve: Incompatible shapes of A and B for the equation ", equation,
                 " (", n, "x", n, " and ", B.size(-1), "x1)");
     check_batch_broadcast(B, 1, A);
-    return ember::squeeze(ember::_linalg_solve(left ? A : mT(A), ember::unsqueeze(B, -1)), IntList{-1});
+    return ember::squeeze(ember::_linalg_solve(left ? A : mT(A), ember::unsqueeze(B, -1)), -1);
   }
   EMBER_CHECK((left ? B.size(-2) : B.size(-1)) == n, Runtime, "linalg.solve: Incompatible shapes of A and B for the equation ", equation, " (", n,
               "x", n, " and ", B.size(-2), "x", B.size(-1), ")");

@@ -208,7 +208,7 @@ Tensor linalg_cond(const Tensor& self, const std::optional<Scalar>& p) {
     Tensor S = ember::linalg_svdvals(self);
     Tensor s_max = ember::narrow(S, -1, 0, 1), s_min = ember::narrow(S, -1, S.size(-1) - 1, 1);
     Tensor r = o < 0 ? ember::div(s_min, s_max) : ember::div(s_max, s_min);
-    return ember::squeeze(r, IntList{-1});
+    return ember::squeeze(r, -1);
   }
   return cond_through_inverse(self, ord, ord_str(ord));
 }
@@ -291,7 +291,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& self, cons
     Tensor r = ember::sub(ember::matmul(self, X), B);
     residuals = ember::sum(ember::mul(r, r), IntList{-2}, false);
   }
-  if (vector) X = ember::squeeze(X, IntList{-1});
+  if (vector) X = ember::squeeze(X, -1);
   return {X, residuals, how == "gels" ? ember::empty({0}, ScalarType::Int64, self.device()) : rank,
           how == "gelsd" || how == "gelss" ? S : none};
 }

@@ -102,7 +102,7 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& self, const Int
   EMBER_CHECK(out >= 1, Runtime, op, " Invalid computed output size: ", out);
   auto [values, indices] = ember::max_pool2d_with_indices(ember::unsqueeze(self, -2), {1, k}, {1, s}, {0, p}, {1, d},
                                                           ceil_mode);
-  return {ember::squeeze(values, IntList{-2}), ember::squeeze(indices, IntList{-2})};
+  return {ember::squeeze(values, -2), ember::squeeze(indices, -2)};
 }
 
 Tensor max_pool1d(const Tensor& self, const IntList& kernel_size, const IntList& stride, const IntList& padding,
@@ -121,7 +121,7 @@ Tensor avg_pool1d(const Tensor& self, const IntList& kernel_size, const IntList&
   const int64_t s = stride.empty() ? k : one_int(stride, "avg_pool1d", "stride");
   const int64_t p = one_int(padding, "avg_pool1d", "padding");
   return ember::squeeze(
-      ember::avg_pool2d(ember::unsqueeze(self, -2), {1, k}, {1, s}, {0, p}, ceil_mode, count_include_pad), IntList{-2});
+      ember::avg_pool2d(ember::unsqueeze(self, -2), {1, k}, {1, s}, {0, p}, ceil_mode, count_include_pad), -2);
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& self, const IntList& output_size) {
@@ -129,7 +129,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& self, const IntList
   check_adaptive_input(self, "adaptive_max_pool1d", 3);
   const int64_t o = one_int(output_size, "adaptive_max_pool1d", "output_size");
   auto [values, indices] = ember::adaptive_max_pool2d(ember::unsqueeze(self, -2), {1, o});
-  return {ember::squeeze(values, IntList{-2}), ember::squeeze(indices, IntList{-2})};
+  return {ember::squeeze(values, -2), ember::squeeze(indices, -2)};
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& self, const IntList& output_size) {
@@ -162,7 +162,7 @@ Tensor adaptive_avg_pool1d(const Tensor& self, const IntList& output_size) {
   check_2_to_3_dims(self, "adaptive_avg_pool1d");
   check_adaptive_input(self, "adaptive_avg_pool1d", 3);
   const int64_t o = one_int(output_size, "adaptive_avg_pool1d", "output_size");
-  return ember::squeeze(ember::adaptive_avg_pool2d(ember::unsqueeze(self, -2), {1, o}), IntList{-2});
+  return ember::squeeze(ember::adaptive_avg_pool2d(ember::unsqueeze(self, -2), {1, o}), -2);
 }
 
 }  // namespace ember::native

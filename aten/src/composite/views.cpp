@@ -215,7 +215,8 @@ Tensor unsqueeze(const Tensor& self, int64_t dim) {
   return make_view(self, std::move(sizes), std::move(strides), self.offset());
 }
 
-Tensor squeeze(const Tensor& self, const std::optional<IntList>& dim) {
+// The view without the size-one dims of `dim` (all of them when none is given).
+static Tensor squeeze_view(const Tensor& self, const IntList* dim) {
   const int64_t ndim = self.dim();
   DimVector drop(ndim, 0);
   if (!dim) {
@@ -237,6 +238,14 @@ Tensor squeeze(const Tensor& self, const std::optional<IntList>& dim) {
   }
   return make_view(self, std::move(sizes), std::move(strides), self.offset());
 }
+
+Tensor squeeze(const Tensor& self, std::optional<int64_t> dim) {
+  if (!dim) return squeeze_view(self, nullptr);
+  const IntList one{*dim};
+  return squeeze_view(self, &one);
+}
+
+Tensor squeeze_dims(const Tensor& self, const IntList& dim) { return squeeze_view(self, &dim); }
 
 Tensor expand(const Tensor& self, const IntList& size) {
   const int64_t ndim = (int64_t)size.size();

@@ -38,9 +38,9 @@ void check_in_range(const int64_t* idx, int64_t n, int64_t rows) {
 
 }  // namespace
 
+// sparse=True: ember has no sparse tensors, so the gradient stays dense (the same values; docs/ARCHITECTURE.md).
 Tensor embedding_cpu(const Tensor& weight, const Tensor& indices_, int64_t /*padding_idx*/, bool /*scale_grad_by_freq*/,
-                     bool sparse) {
-  EMBER_CHECK(!sparse, NotImplemented, "embedding: sparse=True (sparse gradients) is not supported by ember");
+                     bool /*sparse*/) {
   EMBER_CHECK(weight.dim() == 2, Runtime, "'weight' must be 2-D");
   const Tensor indices = index_values(indices_, "embedding");
   const int64_t n = indices.numel(), rows = weight.size(0), D = weight.size(1);

@@ -153,12 +153,45 @@ class GradScaler:
         optimizer_state = self._per_optimizer_states[id(optimizer)]
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            return self._step_with_optimizer_scaling(optimizer, optimizer_state, args, kwargs)
         if optimizer_state["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if len(optimizer_state["found_inf_per_device"]) == 0:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         retval = self._maybe_opt_step(optimizer, optimizer_state, *args, **kwargs)
         optimizer_state["stage"] = OptState.STEPPED
+        return retval
+
+    def _step_with_optimizer_scaling(self, optimizer, optimizer_state, args, kwargs):
+        """PyTorch's path for an optimizer that unscales itself (fused Adam/AdamW/SGD): the gradients are only
+        checked for inf/NaN here; the optimizer reads `grad_scale` (None once unscale_ ran) and `found_inf`,
+        divides the gradients by the scale and skips its update after an inf. An optimizer whose step takes
+        a `grad_scaler` keyword gets this scaler instead (deprecated, with PyTorch's FutureWarning)."""
+        import inspect
+        if "grad_scaler" in inspect.signature(optimizer.step).parameters:
+            warnings.warn(
+                "GradScaler is going to stop passing itself as a keyword argument to the passed "
+                "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
+                "`found_inf: Tensor` to the passed optimizer and let the optimizer use them directly.",
+                FutureWarning, stacklevel=3)
+            kwargs = dict(kwargs, grad_scaler=self)
+            retval = optimizer.step(*args, **kwargs)
+            optimizer_state["stage"] = OptState.STEPPED
+            return retval
+        if optimizer_state["stage"] is OptState.READY:
+            self._check_inf_per_device(optimizer)
+        scaler = self._get_scale_async()
+        found_inf = sum(t.to(scaler.device, non_blocking=True)
+                        for t in optimizer_state["found_inf_per_device"].values())
+        # the product of the scales when the user has set optimizer.grad_scale already
+        optimizer.grad_scale = (getattr(optimizer, "grad_scale", None) if optimizer_state["stage"] is OptState.UNSCALED
+                                else scaler * getattr(optimizer, "grad_scale", 1))
+        optimizer.found_inf = found_inf
+        retval = optimizer.step(*args, **kwargs)
+        optimizer_state["stage"] = OptState.STEPPED
+        del optimizer.grad_scale
+        del optimizer.found_inf
         return retval
 
     def update(self, new_scale=None):

@@ -5,6 +5,7 @@ once it passes back through the log_softmax that produced log_probs (it checks t
 PyTorch's messages). Here: lengths given as tensors or sequences, unbatched input, zero_infinity and the
 reduction."""
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .._creation import tensor, zeros_like
 from .._tensor import Tensor
 
@@ -17,6 +18,7 @@ def _lengths(lengths):
     return [int(v) for v in lengths]
 
 
+@autocast_policy(cpu="fp32")  # PyTorch's CPU autocast fp32 list (ctc_loss.IntList, ctc_loss.Tensor)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """-log p(target | input) summed over every alignment of the targets (with blanks and repeats) to the
     input's time steps; log_probs (T, N, C) or (T, C) holds log_softmax outputs."""

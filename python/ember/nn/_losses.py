@@ -63,7 +63,9 @@ def _pointwise_pair(name, input, target, size_average, reduce, reduction):
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     shape = _broadcast_shape(name, input.shape, target.shape)
-    return input.expand(shape), target.expand(shape), reduction
+    # as PyTorch's broadcast_tensors: a tensor already of the shape is passed as is (no ExpandBackward0)
+    return (input if input.shape == shape else input.expand(shape),
+            target if target.shape == shape else target.expand(shape), reduction)
 
 
 def _weighted(loss_op, a, b, input, weight, reduction, mean_over_weights=True):

@@ -376,7 +376,9 @@ def _renorm(weight, input, max_norm, norm_type):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    """The rows of `weight` at `input`; max_norm renormalises the rows used, in place."""
+    """The rows of `weight` at `input`; max_norm renormalises the rows used, in place. sparse=True is accepted
+    but the gradient of `weight` is dense (ember has no sparse tensors): the same values, which optimizers
+    apply as PyTorch's do a sparse gradient."""
     padding_idx = _padding_index(padding_idx, weight.size(0))
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
@@ -415,8 +417,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse=True (sparse gradients) is not supported by ember")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -569,8 +569,9 @@ def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resamples the spatial dims (after batch and channel) of a 3-D or 4-D input to `size` or by
-    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D) or 'area'."""
+    """Resamples the spatial dims (after batch and channel) of a 3-D, 4-D or 5-D input to `size` or by
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D), 'trilinear' (5-D)
+    or 'area'."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
@@ -580,7 +581,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
     ndim = input.dim()
-    if ndim in (3, 4) and mode in ("nearest", "nearest-exact"):
+    if ndim in (3, 4, 5) and mode in ("nearest", "nearest-exact"):
         # PyTorch's entry points (and nodes: UpsampleNearest2DBackward0, ...) over ember's one _upsample kernel
         exact = "_upsample_nearest_exact" if mode == "nearest-exact" else "upsample_nearest"
         fn = getattr(_nn, f"{exact}{ndim - 2}d")
@@ -591,14 +592,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (ndim, mode) in ((3, "linear"), (4, "bilinear")):
         fn = _nn.upsample_linear1d if ndim == 3 else _nn.upsample_bilinear2d
         return fn(input, output_size, align_corners, *(scales if scales else [None] * (ndim - 2)))
+    if ndim == 5 and mode == "area":
+        from ._pool3d import adaptive_avg_pool3d
+        return adaptive_avg_pool3d(input, output_size)
+    if ndim == 5 and mode == "trilinear":
+        return _nn.upsample_trilinear3d(input, output_size, align_corners, *(scales if scales else [None] * 3))
     if ndim == 4 and mode == "bicubic":
         h, w = tuple(scales) if scales else (None, None)
         return _nn.upsample_bicubic2d(input, output_size, align_corners, h, w)
     if mode in ("linear", "bilinear", "trilinear") and ndim in (3, 4, 5):
         needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
-    if mode in ("trilinear", "nearest", "nearest-exact", "area") and ndim in (3, 4, 5):
-        raise NotImplementedError(f"interpolate: mode '{mode}' of a {ndim}D input is not implemented in ember")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
         f"bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")

@@ -50,10 +50,15 @@ class Adam(_GroupStepOptimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
+        if fused:
+            self._step_supports_amp_scaling = True  # GradScaler leaves the unscaling to step (PyTorch's fused path)
+
+    def _init_group_state(self, group: dict) -> tuple[list, list]:
+        moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+        return self._with_grads(group, lambda p: _fresh_state(p, *moments))
 
     def _update_group(self, group: dict) -> None:
-        moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
-        params, states = self._with_grads(group, lambda p: _fresh_state(p, *moments))
+        params, states = self._init_group_state(group)
         if group["differentiable"] and any(s["step"].requires_grad for s in states):
             raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
         if params and group["foreach"] and isinstance(group["lr"], ember.Tensor) and not group["capturable"]:

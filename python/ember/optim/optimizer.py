@@ -443,11 +443,33 @@ class _GroupStepOptimizer(Optimizer):
         """
         loss = _closure_loss(closure)
         for group in self.param_groups:
-            self._update_group(group)
+            if not self._amp_skips(group):
+                self._update_group(group)
         return loss
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _init_group_state(self, group: dict[str, Any]) -> Any:
+        """Creates the states of the group's parameters with gradients (an optimizer with state says how)."""
+
+    def _amp_skips(self, group: dict[str, Any]) -> bool:
+        """A fused group under GradScaler (PyTorch's `_step_supports_amp_scaling`): GradScaler.step set
+        `grad_scale` (None when the gradients were unscaled already) and `found_inf`. As PyTorch's fused
+        kernels, the gradients are divided by the scale in place, and after an inf the update is skipped
+        (the states are created all the same)."""
+        grad_scale, found_inf = getattr(self, "grad_scale", None), getattr(self, "found_inf", None)
+        if not group.get("fused") or (grad_scale is None and found_inf is None):
+            return False
+        if found_inf is not None and found_inf.item() != 0:
+            self._init_group_state(group)
+            return True
+        if grad_scale is not None:
+            with ember.no_grad():
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad.div_(grad_scale.to(p.grad.device))
+        return False
 
     def _with_grads(self, group: dict[str, Any], init: Callable[[ember.Tensor], dict]) -> tuple[list, list]:
         """The group's parameters that have a gradient and their states (filled by init(p) when empty)."""

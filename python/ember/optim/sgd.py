@@ -38,6 +38,8 @@ class SGD(_GroupStepOptimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
+        if fused:
+            self._step_supports_amp_scaling = True  # GradScaler leaves the unscaling to step (PyTorch's fused path)
 
     def _update_group(self, group: dict) -> None:
         params = [p for p in group["params"] if p.grad is not None]

@@ -1,5 +1,6 @@
 """Embedding tables, as torch.nn.modules.sparse: Embedding and EmbeddingBag over F.embedding and
-F.embedding_bag (dense gradients; sparse=True is kept for the repr and refused by the functional)."""
+F.embedding_bag. sparse=True is accepted, but the weight's gradient is dense (ember has no sparse tensors):
+the same values, so SGD, Adagrad and the like update the weights as PyTorch's do with its sparse gradient."""
 import ember
 
 from .. import functional as F, init
