@@ -213,6 +213,14 @@ def test_scaled_product_errors_name_the_shapes():
         ember.baddbmm(f(2, 4), f(5, 2, 3), f(4, 3, 4))
 
 
+def test_addmm_blas_gradients_and_jvp():
+    """The fused kernel addmm runs under autograd, called directly: its own derivative and JVP formulas."""
+    inputs = [t64(4), t64(2, 3), t64(3, 4)]
+    check_grads(lambda c, a, b: ember._addmm_blas(c, a, b, 0.5, -2), *inputs)
+    check_jvp(lambda c, a, b: ember._addmm_blas(c, a, b, 0.5, -2), *inputs)
+    check_jvp(lambda c, a, b: ember._addmm_blas(c, a.t(), b.t(), 1, 1), t64(2, 1), t64(3, 2), t64(4, 3))
+
+
 @pytest.mark.parametrize("name,shapes,ref", PRODUCTS)
 def test_scaled_products_gradients(name, shapes, ref):
     op = getattr(ember, name)
@@ -626,6 +634,7 @@ def _t(*shape):
 # op -> [(function, inputs, gradcheck options)]: tests/test_higher_order.py gradgradchecks these.
 GRADGRAD_CASES = {
     "addmm": [(lambda c, a, b: ember.addmm(c, a, b, beta=0.5, alpha=2), lambda: (t64(4), t64(2, 3), t64(3, 4)), {})],
+    "_addmm_blas": [(lambda c, a, b: ember._addmm_blas(c, a, b, 0.5, -2), lambda: (t64(4), t64(2, 3), t64(3, 4)), {})],
     "addmv": [(lambda c, a, b: ember.addmv(c, a, b, alpha=-1), lambda: (t64(2), t64(2, 3), t64(3)), {})],
     "addbmm": [(lambda c, a, b: ember.addbmm(c, a, b, beta=2), lambda: (t64(2, 4), t64(3, 2, 3), t64(3, 3, 4)), {})],
     "baddbmm": [(lambda c, a, b: ember.baddbmm(c, a, b), lambda: (t64(2, 4), t64(3, 2, 3), t64(3, 3, 4)), {})],

@@ -229,6 +229,7 @@ OWN_LEAK_CALLS = {
     "put": lambda y, w: y.put_(LEAK_INDEX[0], w[0], accumulate=True),
     # pw-gaps: heaviside has no derivative (as in PyTorch), so its operands are detached
     "heaviside": lambda y, w: y.detach().heaviside_(w.detach()),
+    "renorm": lambda y, w: y.renorm_(2, 0, 1.0),  # lazy-api: renorm's p, dim and maxnorm are not tensors
 }
 
 
