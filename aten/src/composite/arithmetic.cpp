@@ -3,7 +3,6 @@
 #include <optional>
 #include <string>
 
-#include "ember/autograd.h"
 #include "ember/ops/_div_floor.h"
 #include "ember/ops/_div_trunc.h"
 #include "ember/ops/bmm.h"
@@ -22,6 +21,7 @@
 #include "ember/ops/true_divide.h"
 #include "ember/ops/unsqueeze.h"
 #include "ember/tensor.h"
+#include "named_node.h"
 
 namespace ember::native {
 
@@ -81,10 +81,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
 namespace {
 // PyTorch ends the folded and batched products with an _unsafe_view of the product (UnsafeViewBackward0).
 Tensor unsafe_view(const Tensor& product, const IntList& shape) {
-  const uint64_t first_node = autograd::next_sequence_nr();
-  Tensor result = ember::reshape(product, shape);
-  autograd::name_composite_node(result, first_node, "UnsafeViewBackward0");
-  return result;
+  return with_node_name("UnsafeViewBackward0", [&] { return ember::reshape(product, shape); });
 }
 
 
@@ -144,10 +141,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 2 && db == 1) return ember::mv(a, b);
   if (da == 1 && db == 2) {
     check_mm_shapes(1, sa[0], sb[0], sb[1]);
-    const uint64_t first_node = autograd::next_sequence_nr();
-    Tensor result = ember::squeeze(ember::mm(ember::unsqueeze(a, 0), b), 0);
-    autograd::name_composite_node(result, first_node, "SqueezeBackward4");  // PyTorch's in-place squeeze_(0)
-    return result;
+    return with_node_name("SqueezeBackward4",  // PyTorch's in-place squeeze_(0)
+                          [&] { return ember::squeeze(ember::mm(ember::unsqueeze(a, 0), b), 0); });
   }
   if (da == 2 && db == 2) {
     check_mm_shapes(sa[0], sa[1], sb[0], sb[1]);

@@ -5,7 +5,6 @@
 #include <sstream>
 #include <vector>
 
-#include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/ops/_diagonal_backward.h"
 #include "ember/ops/arange.h"
@@ -43,6 +42,7 @@
 #include "ember/ops/where.h"
 #include "ember/ops/zeros.h"
 #include "ember/tensor.h"
+#include "named_node.h"
 
 namespace ember::native {
 
@@ -159,10 +159,7 @@ Tensor diag(const Tensor& self, int64_t diagonal) {
   EMBER_CHECK(self.dim() == 1 || self.dim() == 2, Runtime, "diag(): Supports 1D or 2D tensors. Got ", self.dim(), "D");
   if (self.dim() == 1) return ember::diag_embed(self, diagonal, 0, 1);
   // PyTorch's node for the copy of a diagonal (diagonal_copy's).
-  const uint64_t first_node = autograd::next_sequence_nr();
-  Tensor result = ember::clone(ember::diagonal(self, diagonal, 0, 1));
-  autograd::name_composite_node(result, first_node, "DiagonalBackward0_copy");
-  return result;
+  return with_node_name("DiagonalBackward0_copy", [&] { return ember::clone(ember::diagonal(self, diagonal, 0, 1)); });
 }
 
 Tensor trace_matrix(const Tensor& self) {

@@ -4,6 +4,7 @@
 // (named as PyTorch names it) so the result joins the graph.
 #include "fresh_copy.h"
 #include "linear_tangent.h"
+#include "named_node.h"
 
 #include <algorithm>
 #include <cstring>
@@ -49,10 +50,7 @@ Tensor reshape(const Tensor& self, const IntList& shape) {
   DimVector size = infer_view_size(shape, self.numel());
   if (compute_view_stride(self.sizes(), self.strides(), size)) return ember::view(self, size);
   // PyTorch's _unsafe_view of the copy (its node is UnsafeViewBackward0).
-  const uint64_t first_node = autograd::next_sequence_nr();
-  Tensor result = ember::view(ember::contiguous(self), size);
-  autograd::name_composite_node(result, first_node, "UnsafeViewBackward0");
-  return result;
+  return with_node_name("UnsafeViewBackward0", [&] { return ember::view(ember::contiguous(self), size); });
 }
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
