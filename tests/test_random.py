@@ -141,6 +141,12 @@ def test_random_integer_ranges_by_dtype():
     (lambda: ember.zeros(3, dtype=ember.uint8).random_(-1, 5), RuntimeError, "from is out of bounds for unsigned char"),
     (lambda: ember.zeros(3, dtype=ember.int64).uniform_(), NotImplementedError, "\"uniform_\" not implemented for 'Long'"),
     (lambda: ember.zeros(3, dtype=ember.int64).normal_(), NotImplementedError, "not implemented for 'Long'"),
+    (lambda: ember.zeros(3, dtype=ember.int64).exponential_(), RuntimeError,
+     "Exponential distribution is a continuous probability distribution. dtype must be a floating point but you "
+     "specified Long"),
+    (lambda: ember.zeros(3, dtype=ember.int16).cauchy_(), RuntimeError, "but you specified short int"),
+    (lambda: ember.zeros(3, dtype=ember.int64).cauchy_(), RuntimeError, "but you specified long int"),
+    (lambda: ember.zeros(3, dtype=ember.bool).cauchy_(), RuntimeError, "but you specified bool$"),
     (lambda: ember.zeros(3).bernoulli_(1.5), RuntimeError, r"bernoulli_ expects p to be in \[0, 1\], but got p=1.5"),
     (lambda: ember.bernoulli(ember.tensor([0.5, 1.5])), RuntimeError, "Expected p_in >= 0 && p_in <= 1 to be true"),
     (lambda: ember.zeros(3, requires_grad=True).uniform_(), RuntimeError, "a leaf Variable that requires grad"),
@@ -160,6 +166,29 @@ def test_inplace_fills_give_zero_gradient_to_the_overwritten_values():
         (c * 3).sum().backward()
         np.testing.assert_array_equal(a.grad.numpy(), np.zeros(4))
         a.grad = None
+
+
+FILL_CALLS = {
+    "uniform_": lambda x: x.uniform_(-2, 3), "uniform_()": lambda x: x.uniform_(),
+    "normal_": lambda x: x.normal_(1, 2), "normal_()": lambda x: x.normal_(),
+    "exponential_": lambda x: x.exponential_(2.0), "geometric_": lambda x: x.geometric_(0.3),
+    "log_normal_": lambda x: x.log_normal_(), "cauchy_": lambda x: x.cauchy_(),
+    "random_": lambda x: x.random_(0, 10), "bernoulli_": lambda x: x.bernoulli_(0.3),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("name", sorted(FILL_CALLS))
+def test_inplace_fills_count_one_write(name, dtype):
+    # PyTorch's version counter moves once per in-place op, however many passes the fill takes;
+    # views share the count.
+    x = ember.zeros(3, 4, dtype=getattr(ember, dtype))
+    view = x[1]
+    before = x._version
+    FILL_CALLS[name](view)
+    assert (x._version - before, view._version - before) == (1, 1)
+    FILL_CALLS[name](x)
+    assert x._version - before == 2
 
 
 # ---------------------------------------------------------------- bernoulli and normal

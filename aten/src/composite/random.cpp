@@ -77,6 +77,13 @@ void check_floating(const Tensor& self, const char* op) {
   if (!is_floating(self.dtype())) fail_dtype_not_implemented(op, self.dtype());
 }
 
+// PyTorch's version counter moves once per in-place op; the fills below write self in several
+// steps (draw, scale, shift), so the count is set once when they are done.
+Tensor counted_as_one_write(const Tensor& self, uint32_t version_on_entry) {
+  self.storage()->version.store(version_on_entry + 1, std::memory_order_relaxed);
+  return self;
+}
+
 // Fills `self` with transform(draws): the draws go into self when it is float32/float64, else into a
 // buffer of `buffer_dtype` (half precision would round the intermediate values); the transform runs
 // without autograd, so only the fill of self or the final copy into it is recorded (a zero gradient).
@@ -85,6 +92,7 @@ Tensor transformed_fill(const Tensor& self, Generator* gen, const char* op, cons
                         ScalarType buffer_dtype, F&& transform) {
   const ScalarType dt = self.dtype();
   const bool in_self = dt == ScalarType::Float32 || dt == ScalarType::Float64;
+  const uint32_t version = self.version();
   Tensor work = in_self ? self : empty_tensor(self.sizes(), buffer_dtype, self.device());
   philox_fill(work, gen, op, distribution);
   Tensor result;
@@ -93,7 +101,7 @@ Tensor transformed_fill(const Tensor& self, Generator* gen, const char* op, cons
     result = transform(work);
   }
   if (!result.is_same(self)) ember::copy_(self, result);
-  return self;
+  return counted_as_one_write(self, version);
 }
 
 // Uniform draws in [0, 1) shaped like `self`, in float64 for float64 self, else float32.
@@ -114,6 +122,23 @@ const char* c_type_name(ScalarType dt) {
     case ScalarType::Int64: return "long";
     default: return dtype_title(dt);
   }
+}
+
+// PyTorch's errors for integer self name the dtype by its title (exponential_) or by the C++ type's
+// name as gcc spells it (cauchy_).
+const char* gcc_type_name(ScalarType dt) {
+  switch (dt) {
+    case ScalarType::Int16: return "short int";
+    case ScalarType::Int64: return "long int";
+    case ScalarType::Bool: return "bool";
+    default: return c_type_name(dt);
+  }
+}
+
+void check_continuous(const Tensor& self, const char* distribution, const char* dtype_shown) {
+  EMBER_CHECK(is_floating(self.dtype()), Runtime, distribution,
+              " distribution is a continuous probability distribution. dtype must be a floating point but you "
+              "specified ", dtype_shown);
 }
 
 // One past the largest value random_ draws by default: 2**digits + 1 for floating dtypes (every
@@ -219,26 +244,28 @@ Tensor dropout_impl(const Tensor& input, double p, bool train, bool feature, boo
 
 Tensor uniform_(const Tensor& self, double from, double to, Generator* generator) {
   EMBER_CHECK(from <= to, Runtime, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  const uint32_t version = self.version();
   philox_fill(self, generator, "uniform_", "uniform");
   NoGradGuard no_grad;  // the fill made self's gradient zero; the transform of the draws records nothing
   if (from != 0 || to != 1) {
     ember::mul_(self, number(to - from));
     ember::add_(self, number(from));
   }
-  return self;
+  return counted_as_one_write(self, version);
 }
 
 Tensor normal_(const Tensor& self, double mean, double std, Generator* generator) {
   EMBER_CHECK(std >= 0, Runtime, "normal expects std >= 0.0, but found std ", std);
+  const uint32_t version = self.version();
   philox_fill(self, generator, "normal_", "normal");
   NoGradGuard no_grad;
   if (std != 1) ember::mul_(self, number(std));
   if (mean != 0) ember::add_(self, number(mean));
-  return self;
+  return counted_as_one_write(self, version);
 }
 
 Tensor exponential_(const Tensor& self, double lambd, Generator* generator) {
-  check_floating(self, "exponential_");
+  check_continuous(self, "Exponential", dtype_title(self.dtype()));
   EMBER_CHECK(lambd > 0, Runtime, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   return transformed_fill(self, generator, "exponential_", "uniform", ScalarType::Float32, [&](const Tensor& u) {
     ember::log1p_(ember::neg_(u));  // log(1 - u), u in [0, 1)
@@ -265,7 +292,7 @@ Tensor log_normal_(const Tensor& self, double mean, double std, Generator* gener
 }
 
 Tensor cauchy_(const Tensor& self, double median, double sigma, Generator* generator) {
-  check_floating(self, "cauchy_");
+  check_continuous(self, "Cauchy", gcc_type_name(self.dtype()));
   EMBER_CHECK(sigma > 0, Runtime, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   return transformed_fill(self, generator, "cauchy_", "uniform", ScalarType::Float32, [&](const Tensor& u) {
     ember::mul_(ember::add_(u, number(-0.5)), number(M_PI));  // an angle uniform in [-pi/2, pi/2)
