@@ -176,6 +176,17 @@ const Tensor& t_(const Tensor& self) {
   return self;
 }
 
+// PyTorch's nodes of the in-place view ops carry the next number of their out-of-place op's names.
+const char* inplace_view_node_name(const std::string& name) {
+  static const std::pair<const char*, const char*> names[] = {
+      {"SqueezeBackward0", "SqueezeBackward3"},   {"SqueezeBackward1", "SqueezeBackward4"},
+      {"SqueezeBackward2", "SqueezeBackward5"},   {"UnsqueezeBackward0", "UnsqueezeBackward1"},
+      {"TransposeBackward0", "TransposeBackward1"}, {"AsStridedBackward0", "AsStridedBackward1"}};
+  for (const auto& [outplace, inplace] : names)
+    if (name == outplace) return inplace;
+  return nullptr;
+}
+
 // squeeze_, unsqueeze_, transpose_, swapaxes_, as_strided_ (written in Python over this): self takes the
 // geometry of `view`, made from self by the out-of-place view op, and the view's history (its node's edge is
 // self's history before the change), so backward runs that op's derivative, as PyTorch's in-place view ops.
@@ -186,6 +197,8 @@ const Tensor& adopt_view_(const Tensor& self, const Tensor& view, const char* op
   AutogradMeta* view_meta = view.impl()->autograd.get();
   std::shared_ptr<Node> node = view_meta ? view_meta->grad_fn : nullptr;
   if (node) autograd::check_view_inplace(self, op);
+  // Only the view's own fresh node is renamed, never one that other tensors show too.
+  if (node && node.use_count() == 2 && !node->renamed) node->renamed = inplace_view_node_name(node->name());
   TensorImpl& impl = *self.impl();
   impl.sizes = view.sizes();
   impl.strides = view.strides();
