@@ -222,18 +222,16 @@ def test_unscale_op_traces_without_outputs():
     """A trace mode sees the call with no outputs, as a TorchDispatchMode sees PyTorch's op return None."""
     from ember.utils.trace import TraceMode
 
-    class Recorder(TraceMode):
-        def __init__(self):
-            super().__init__()
-            self.calls = []
+    calls = []
 
+    class Recorder(TraceMode):
         def on_call(self, call):
-            self.calls.append(call)
+            calls.append(call)
 
     grads, found_inf, inv_scale = [ember.tensor([2.0, float("inf")])], ember.zeros(()), ember.full((), 0.5)
-    with Recorder() as r:
+    with Recorder():
         ember._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
-    (call,) = r.calls
+    (call,) = calls
     assert call.full_name == "_amp_foreach_non_finite_check_and_unscale_" and call.outputs == ()
     assert call.args[0][0] is not grads[0] and call.args[0][0].tolist() == [1.0, float("inf")]
     assert call.args[1].item() == 1.0 and call.args[2].item() == 0.5
