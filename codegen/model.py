@@ -116,6 +116,11 @@ class Op:
         return len(self.sig.returns) == 1 and self.sig.returns[0].type.is_tensor
 
     @property
+    def is_foreach_inplace(self):
+        """PyTorch's in-place multi-tensor ops (_foreach_add_): `-> ()`, on a `Tensor[] self`."""
+        return self.sig.name.startswith("_foreach_") and self.is_inplace
+
+    @property
     def returns_nothing(self):
         """`-> ()`: the op only writes into (or checks) its arguments; C++ void, None in Python."""
         return not self.sig.returns
@@ -356,6 +361,10 @@ def _check_returns_nothing(entry, sig, kind, file):
     if not any(p.type.base == "Tensor" for p in sig.params):
         raise SpecError(file, entry.line_of("func"),
                         f"{name}: `-> ()` (returns nothing) needs a Tensor or Tensor[] argument to write into")
+    if sig.name.startswith("_foreach_") and sig.name.endswith("_") and not (
+            sig.params and sig.params[0].name == "self" and sig.params[0].type.is_tensor_list):
+        raise SpecError(file, entry.line_of("func"), f"{name}: an in-place _foreach_ op takes `Tensor[] self` "
+                        "first (its Python function returns it, as PyTorch's)")
     if entry.get("derive"):
         raise SpecError(file, entry.line_of("derive"), f"{name}: an op returning nothing (`-> ()`) derives no "
                         "in-place or out= variant (PyTorch's out= ops return their `out`)")

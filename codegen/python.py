@@ -149,7 +149,11 @@ def _body(op, ov, has_out, inplace):
     call = _released(work, f"ember::{op.cpp_name}({args})")
     if op.returns_nothing:   # `-> ()`: None, as PyTorch's (its method forms too)
         lines.append(_released(work, f"ember::{op.cpp_name}({args});"))
-        lines.append("Py_RETURN_NONE;")
+        if op.is_foreach_inplace and ov.form == "function":
+            # PyTorch's bindings return an in-place _foreach_ op's `self` (the list passed), its stubs None.
+            lines.append("Py_INCREF(parsed[0]); return parsed[0];")
+        else:
+            lines.append("Py_RETURN_NONE;")
     elif inplace:
         name = op.cpp_name if op.is_inplace else op.cpp_name + "_"
         lines.append(_released(work, f"ember::{name}({args});"))

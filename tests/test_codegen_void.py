@@ -1,6 +1,7 @@
 """Ops returning nothing (`-> ()`, PyTorch's schema of _foreach_add_ and
 _amp_foreach_non_finite_check_and_unscale_): what the codegen accepts, its errors, and what it
-generates (a void C++ entry, a trace report without outputs, a binding returning None, `-> None` stubs)."""
+generates (a void C++ entry, a trace report without outputs, a binding returning None, or an in-place
+_foreach_ op's list as PyTorch's, `-> None` stubs)."""
 import re
 import sys
 import textwrap
@@ -125,16 +126,36 @@ def test_generated_cpp_is_void(tmp_path):
     assert "void check_finite_(const Tensor& self) {" in ops and "Tensor add(const Tensor& self" in ops
 
 
+def after_calls(bindings, call):
+    """The binding code after each call of `call`."""
+    ends = [m.end() for m in re.finditer(re.escape(call), bindings)]
+    assert ends, call
+    return [bindings[end:].lstrip(" });\n") for end in ends]
+
+
 def test_generated_bindings_return_none(tmp_path):
     files = generated(tmp_path, FOREACH_ADD + CHECK + ADD)
     bindings = files["python_ops_0.cpp"]
-    for call in ("ember::_foreach_add__Scalar(self, scalar);", "ember::check_finite_(self);"):
-        # the function form and check_finite_'s method form: the call, then None (never self)
-        starts = [m.end() for m in re.finditer(re.escape(call), bindings)]
-        assert starts, call
-        for end in starts:
-            assert bindings[end:].lstrip(" });\n").startswith("Py_RETURN_NONE;"), bindings[end:end + 80]
-    assert bindings.count("ember::check_finite_(self);") == 2  # ember.check_finite_ and Tensor.check_finite_
+    # ember.check_finite_ and Tensor.check_finite_: the call, then None (never self)
+    rest = after_calls(bindings, "ember::check_finite_(self);")
+    assert len(rest) == 2 and all(r.startswith("Py_RETURN_NONE;") for r in rest), rest
+
+
+def test_inplace_foreach_bindings_return_their_list(tmp_path):
+    """As PyTorch's: `torch._foreach_add_(ts, 1) is ts` (its stub says None, the dispatcher returns nothing)."""
+    files = generated(tmp_path, FOREACH_ADD)
+    (rest,) = after_calls(files["python_ops_0.cpp"], "ember::_foreach_add__Scalar(self, scalar);")
+    assert rest.startswith("Py_INCREF(parsed[0]); return parsed[0];"), rest
+    torch = pytest.importorskip("torch")
+    ts = [torch.ones(2)]
+    assert torch._foreach_add_(ts, 1) is ts and ts[0].tolist() == [2.0, 2.0]
+
+
+def test_inplace_foreach_takes_a_tensor_list_self(tmp_path):
+    for sig in ("_foreach_zero_(Tensor self) -> ()", "_foreach_zero_(Tensor[] tensors) -> ()"):
+        msg = error_of(tmp_path, FOREACH_ADD.replace("_foreach_add_.Scalar(Tensor[] self, Scalar scalar) -> ()", sig))
+        assert msg == ("ops.yaml:4: _foreach_zero_: an in-place _foreach_ op takes `Tensor[] self` first (its "
+                       "Python function returns it, as PyTorch's)"), msg
 
 
 def test_generated_stubs_and_docs_say_none(tmp_path):
