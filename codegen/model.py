@@ -433,7 +433,8 @@ def _parse_derivative(entry, model, file):
     if op.kind in ("composite", "factory"):
         raise SpecError(file, entry.line, f"'{op.full_name}' is {op.kind}: autograd records the ops it is made of")
     if op.returns_nothing:
-        raise SpecError(file, entry.line, f"'{op.full_name}' returns nothing (`-> ()`): it has no result to differentiate")
+        raise SpecError(file, entry.line,
+                        f"'{op.full_name}' returns nothing (`-> ()`): it has no result to differentiate")
     formulas, lines, texts = {}, {}, {}
     node_name = str(entry.get("name", ""))
     if node_name and not re.fullmatch(r"[A-Z]\w*", node_name):

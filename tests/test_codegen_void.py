@@ -92,7 +92,8 @@ def test_empty_return_has_no_result_keys(tmp_path, key, value):
 
 def test_empty_return_has_no_derivative(tmp_path):
     msg = error_of(tmp_path, FOREACH_ADD, "- op: _foreach_add_.Scalar\n  self: grad\n")
-    assert msg == "derivatives.yaml:1: '_foreach_add_.Scalar' returns nothing (`-> ()`): it has no result to differentiate"
+    assert msg == ("derivatives.yaml:1: '_foreach_add_.Scalar' returns nothing (`-> ()`): it has no result to "
+                   "differentiate")
 
 
 def test_formula_cannot_call_an_op_returning_nothing(tmp_path):
