@@ -171,3 +171,19 @@ def test_generated_stubs_and_docs_say_none(tmp_path):
     section = docs[docs.index("## `_foreach_add_.Scalar`"):docs.index("## `check_finite_`")]
     assert "- returns: nothing (`-> ()`; None in Python)" in section
     assert "returns: nothing" not in docs[docs.index("## `add`"):]
+
+
+def test_ops_harness_asks_for_a_skip(tmp_path):
+    """tests/test_ops.py compares results: a `-> ()` op's entry names the test of what it writes."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness.collect import collect
+    from harness.lint import lint
+    from harness.spec import load_spec
+
+    body = FOREACH_ADD + "  test: {samples: unary, ref: a + 1}\n" + CHECK + "  test: {skip: tests/test_x.py}\n"
+    load(tmp_path, body)
+    spec = load_spec(str(tmp_path / "ops.yaml"), str(tmp_path / "derivatives.yaml"))
+    assert lint(spec) == ["ops.yaml:4: _foreach_add_.Scalar: an op returning nothing (`-> ()`) has no result to "
+                          "compare: give `skip:` naming the test of what it writes"]
+    cases = collect(spec)
+    assert not cases.forward and [c.id for c in cases.skipped] == ["check_finite_"]
