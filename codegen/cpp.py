@@ -26,6 +26,8 @@ def param_type(t: Type):
 
 def return_type(sig):
     rets = sig.returns
+    if not rets:   # `-> ()`
+        return "void"
     if len(rets) == 1:
         return value_type(rets[0].type)
     return "std::tuple<" + ", ".join(value_type(r.type) for r in rets) + ">"

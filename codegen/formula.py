@@ -142,6 +142,9 @@ class Emitter:
                 errors.append(str(e))
                 continue
             rets = op.sig.returns
+            if not rets:
+                errors.append(f"{op.full_name} returns nothing (`-> ()`): a formula cannot use its result")
+                continue
             ty = rets[0].type if len(rets) == 1 else Type("tuple")
             return f"ember::{op.cpp_name}({', '.join(cpp_args)})", ty
         raise FormulaError("; ".join(dict.fromkeys(errors)))

@@ -143,9 +143,10 @@ class OpGen:
             args = self.out_args
             trace_params.append(("out", True))
         returns = len(op.sig.returns) if variant == "" else 1
-        outputs = [f"std::get<{i}>(result__)" for i in range(returns)] if returns > 1 else ["result__"]
+        outputs = [f"std::get<{i}>(result__)" for i in range(returns)] if returns != 1 else ["result__"]
         return {
-            "fn": fn, "ret": ret, "params": params_text, "args": args, "name": name, "overload": overload,
+            "fn": fn, "ret": ret, "void": ret == "void", "params": params_text, "args": args, "name": name,
+            "overload": overload,
             "trace_params": ", ".join(f'{{"{n}", {"true" if kw else "false"}}}' for n, kw in trace_params),
             "num_params": len(trace_params),
             "trace_args": ", ".join(n for n, _ in trace_params),

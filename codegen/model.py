@@ -115,6 +115,16 @@ class Op:
     def returns_tensor(self):
         return len(self.sig.returns) == 1 and self.sig.returns[0].type.is_tensor
 
+    @property
+    def is_foreach_inplace(self):
+        """PyTorch's in-place multi-tensor ops (_foreach_add_): `-> ()`, on a `Tensor[] self`."""
+        return self.sig.name.startswith("_foreach_") and self.is_inplace
+
+    @property
+    def returns_nothing(self):
+        """`-> ()`: the op only writes into (or checks) its arguments; C++ void, None in Python."""
+        return not self.sig.returns
+
 
 @dataclass
 class Model:
@@ -171,6 +181,8 @@ def _parse_op(entry, sets, file):
     variants = entry.get("variants", ["function"] if kind == "factory" else ["function", "method"])
     if not isinstance(variants, list) or any(v not in ("function", "method") for v in variants):
         raise SpecError(file, entry.line_of("variants"), f"{sig.full_name}: variants are [function, method]")
+    if not sig.returns:
+        _check_returns_nothing(entry, sig, kind, file)
     derive = entry.get("derive", ["inplace", "out"] if kind == "pointwise" else [])
     if not isinstance(derive, list) or any(d not in ("inplace", "out") for d in derive):
         raise SpecError(file, entry.line_of("derive"), f"{sig.full_name}: derive lists inplace and/or out")
@@ -339,6 +351,28 @@ def _parse_op(entry, sets, file):
     return op
 
 
+def _check_returns_nothing(entry, sig, kind, file):
+    """`-> ()` is PyTorch's schema of ops that only write into their arguments (_foreach_add_): a kernel or
+    composite taking a tensor, with nothing derived from a result it does not have."""
+    name = sig.full_name
+    if kind not in ("kernel", "composite"):
+        raise SpecError(file, entry.line_of("func"), f"{name}: `-> ()` (returns nothing) is for kernel and "
+                        f"composite ops that write into their arguments, not a {kind} op")
+    if not any(p.type.base == "Tensor" for p in sig.params):
+        raise SpecError(file, entry.line_of("func"),
+                        f"{name}: `-> ()` (returns nothing) needs a Tensor or Tensor[] argument to write into")
+    if sig.name.startswith("_foreach_") and sig.name.endswith("_") and not (
+            sig.params and sig.params[0].name == "self" and sig.params[0].type.is_tensor_list):
+        raise SpecError(file, entry.line_of("func"), f"{name}: an in-place _foreach_ op takes `Tensor[] self` "
+                        "first (its Python function returns it, as PyTorch's)")
+    if entry.get("derive"):
+        raise SpecError(file, entry.line_of("derive"), f"{name}: an op returning nothing (`-> ()`) derives no "
+                        "in-place or out= variant (PyTorch's out= ops return their `out`)")
+    for key in ("autocast", "node_name"):
+        if key in entry:
+            raise SpecError(file, entry.line_of(key), f"{name}: {key} needs a result; the op returns nothing (`-> ()`)")
+
+
 def _autocast(entry, sig, kind, file):
     """`autocast: POLICY` (every device type) or `{cpu: POLICY, cuda: POLICY}` (either may be absent)."""
     value, line = entry["autocast"], entry.line_of("autocast")
@@ -398,6 +432,9 @@ def _parse_derivative(entry, model, file):
         raise SpecError(file, entry.line, f"duplicate derivative for '{op.full_name}'")
     if op.kind in ("composite", "factory"):
         raise SpecError(file, entry.line, f"'{op.full_name}' is {op.kind}: autograd records the ops it is made of")
+    if op.returns_nothing:
+        raise SpecError(file, entry.line,
+                        f"'{op.full_name}' returns nothing (`-> ()`): it has no result to differentiate")
     formulas, lines, texts = {}, {}, {}
     node_name = str(entry.get("name", ""))
     if node_name and not re.fullmatch(r"[A-Z]\w*", node_name):

@@ -147,7 +147,14 @@ def _body(op, ov, has_out, inplace):
         lines.append(f"  Py_INCREF(parsed[{n}]); return parsed[{n}];")
         lines.append("}")
     call = _released(work, f"ember::{op.cpp_name}({args})")
-    if inplace:
+    if op.returns_nothing:   # `-> ()`: None, as PyTorch's (its method forms too)
+        lines.append(_released(work, f"ember::{op.cpp_name}({args});"))
+        if op.is_foreach_inplace and ov.form == "function":
+            # PyTorch's bindings return an in-place _foreach_ op's `self` (the list passed), its stubs None.
+            lines.append("Py_INCREF(parsed[0]); return parsed[0];")
+        else:
+            lines.append("Py_RETURN_NONE;")
+    elif inplace:
         name = op.cpp_name if op.is_inplace else op.cpp_name + "_"
         lines.append(_released(work, f"ember::{name}({args});"))
         if ov.form == "method":
@@ -241,6 +248,8 @@ def _pyi_return_type(op):
 
 def _pyi_ret(op):
     sig = op.sig
+    if op.returns_nothing:
+        return "None"
     if len(sig.returns) > 1:
         return f"tuple[{', '.join(['Tensor'] * len(sig.returns))}]" if op.plain_tuple else _pyi_return_type(op)
     t = sig.returns[0].type
@@ -277,7 +286,7 @@ def _pyi_signatures(ov, name, rename_self):
         rest = _pyi_params([p for p in params[1:] if p.has_default or p.kw_only], rename_self, ov.allow_number)
         rest = [r for r in rest if r != "*"]
         forms.append([f"*{params[0].name}: _int"] + rest)
-    ret = "Tensor" if ov.form == "method" and name.endswith("_") else _pyi_ret(ov.op)
+    ret = "Tensor" if ov.form == "method" and name.endswith("_") and not ov.op.returns_nothing else _pyi_ret(ov.op)
     receiver = ["self"] if ov.form == "method" else []
     return [f"def {name}({', '.join(receiver + f)}) -> {ret}: ..." for f in forms]
 
@@ -346,6 +355,8 @@ def docs_text(model):
         out.append(op.doc)
         out.append("")
         out.append(f"- kind: {op.kind}; variants: {', '.join(variants)}")
+        if op.returns_nothing:
+            out.append("- returns: nothing (`-> ()`; None in Python)")
         if op.python_module:
             out.append(f"- function: `ember.{op.python_module}.{public_name(op)}`")
         if op.dtypes:

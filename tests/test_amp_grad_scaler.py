@@ -213,6 +213,46 @@ def test_unscale_op_returns_none_as_torch():
         grads = [lib.tensor([2.0, 4.0])]
         assert lib._amp_foreach_non_finite_check_and_unscale_(grads, lib.zeros(()), lib.full((), 0.5)) is None
         assert grads[0].tolist() == [1.0, 2.0]
+    # A `-> ()` op of the codegen (no Python wrapper): the function of the op table itself.
+    assert ember._amp_foreach_non_finite_check_and_unscale_ is ember._C._VariableFunctions.\
+        _amp_foreach_non_finite_check_and_unscale_
+
+
+def test_unscale_op_traces_without_outputs():
+    """A trace mode sees the call with no outputs, as a TorchDispatchMode sees PyTorch's op return None."""
+    from ember.utils.trace import TraceMode
+
+    calls = []
+
+    class Recorder(TraceMode):
+        def on_call(self, call):
+            calls.append(call)
+
+    grads, found_inf, inv_scale = [ember.tensor([2.0, float("inf")])], ember.zeros(()), ember.full((), 0.5)
+    with Recorder():
+        ember._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+    (call,) = calls
+    assert call.full_name == "_amp_foreach_non_finite_check_and_unscale_" and call.outputs == ()
+    assert call.args[0][0] is not grads[0] and call.args[0][0].tolist() == [1.0, float("inf")]
+    assert call.args[1].item() == 1.0 and call.args[2].item() == 0.5
+    if torch is None:
+        return
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Returns(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.seen.append((func.__name__, out))
+            return out
+
+    with Returns() as mode:
+        torch._amp_foreach_non_finite_check_and_unscale_([torch.tensor([2.0])], torch.zeros(()),
+                                                         torch.full((), 0.5))
+    assert ("_amp_foreach_non_finite_check_and_unscale_.default", None) in mode.seen
 
 
 def _train_fused(lib, opt_name, fused, steps=5, poison=(2,), unscale_first=False):

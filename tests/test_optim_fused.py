@@ -145,7 +145,7 @@ def test_adam_kernel_counts_steps_and_matches_numpy():
     m, v, step = ember.zeros_like(p), ember.zeros_like(p), ember.tensor(0.0)
     out = ember._fused_adam([p], [g], [m], [v], [], [step], lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.0,
                             eps=1e-8, amsgrad=False, maximize=False)
-    assert out[0] is not None and step.item() == 1.0
+    assert out is None and step.item() == 1.0  # `-> ()`, as PyTorch's in-place _fused_adam_
     gn, pn = g.numpy(), np.array([[1.0, -2.0], [0.5, 4.0]])
     mn, vn = 0.1 * gn, 0.01 * gn ** 2
     expected = pn - 0.1 / 0.1 * mn / (np.sqrt(vn) / np.sqrt(0.01) + 1e-8)
@@ -159,8 +159,8 @@ def test_sgd_kernel_fresh_buffers_start_as_the_gradient():
     g = ember.tensor([0.5, -1.0], dtype=ember.float64)
     fresh, old = ember.full_like(p, 123.0), ember.tensor([1.0, 1.0], dtype=ember.float64)
     q = p.clone()
-    ember._fused_sgd([p, q], [g, g], [fresh, old], [0], weight_decay=0.0, momentum=0.9, lr=0.1, dampening=0.5,
-                     nesterov=False, maximize=False)
+    assert ember._fused_sgd([p, q], [g, g], [fresh, old], [0], weight_decay=0.0, momentum=0.9, lr=0.1,
+                            dampening=0.5, nesterov=False, maximize=False) is None
     np.testing.assert_allclose(fresh.numpy(), [0.5, -1.0])
     np.testing.assert_allclose(old.numpy(), [0.9 + 0.25, 0.9 - 0.5])
     np.testing.assert_allclose(p.numpy(), [1.0 - 0.05, 2.0 + 0.1])

@@ -43,11 +43,6 @@ from .functional import (  # type: ignore[assignment,no-redef]  # noqa: E402,F40
 )
 
 
-def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):  # type: ignore[no-redef]  # noqa: F811
-    """GradScaler's unscale of `self` (a list of tensors) in place; returns None, as PyTorch's `-> ()` op."""
-    _C._VariableFunctions._amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale)
-
-
 # As torch's PRIVATE_OPS: unique_dim stays in _C._VariableFunctions only (ember.unique(dim=) calls it).
 _PRIVATE_OPS = ("unique_dim",)
 del unique_dim  # type: ignore[name-defined]  # noqa: F821

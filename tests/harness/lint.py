@@ -23,6 +23,10 @@ def lint(spec):
             if not isinstance(t["skip"], str) or not t["skip"].strip():
                 problems.append(f"{where}: test: skip: needs a reason")
             continue
+        if not op.sig.returns:   # the harness compares results with its ref
+            problems.append(f"{where}: an op returning nothing (`-> ()`) has no result to compare: give `skip:` "
+                            "naming the test of what it writes")
+            continue
         unknown = set(t) - TEST_KEYS
         if unknown:
             problems.append(f"{where}: unknown test keys {sorted(unknown)}")

@@ -38,8 +38,8 @@ bool unscale_dense(const Tensor& t, float inv_scale) {
 
 }  // namespace
 
-TensorList amp_foreach_non_finite_check_and_unscale_cpu(const TensorList& self, const Tensor& found_inf,
-                                                        const Tensor& inv_scale) {
+void amp_foreach_non_finite_check_and_unscale_cpu(const TensorList& self, const Tensor& found_inf,
+                                                  const Tensor& inv_scale) {
   check_one_element_float(inv_scale, "inv_scale");
   check_one_element_float(found_inf, "found_inf");
   const float inv = *inv_scale.data<float>();
@@ -62,7 +62,6 @@ TensorList amp_foreach_non_finite_check_and_unscale_cpu(const TensorList& self, 
     *found_inf.data<float>() = 1.f;
     found_inf.bump_version();
   }
-  return self;
 }
 
 Tensor amp_update_scale_cpu(const Tensor& self, const Tensor& growth_tracker, const Tensor& found_inf,

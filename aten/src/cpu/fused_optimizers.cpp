@@ -190,10 +190,10 @@ T* ptr(const std::vector<Dense>& list, size_t i, int64_t offset) {
 
 }  // namespace
 
-TensorList fused_adam_cpu(const TensorList& params, const TensorList& grads, const TensorList& exp_avgs,
-                          const TensorList& exp_avg_sqs, const TensorList& max_exp_avg_sqs,
-                          const TensorList& state_steps, double lr, double beta1, double beta2, double weight_decay,
-                          double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+void fused_adam_cpu(const TensorList& params, const TensorList& grads, const TensorList& exp_avgs,
+                    const TensorList& exp_avg_sqs, const TensorList& max_exp_avg_sqs, const TensorList& state_steps,
+                    double lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                    bool maximize, bool decoupled_weight_decay) {
   const char* op = "_fused_adam";
   check_params(op, params);
   check_list(op, "grads", grads, params);
@@ -224,12 +224,11 @@ TensorList fused_adam_cpu(const TensorList& params, const TensorList& grads, con
     });
   });
   for (const auto* list : {&p, &m, &v, &vmax}) commit_all(*list);
-  return params;
 }
 
-TensorList fused_sgd_cpu(const TensorList& params, const TensorList& grads, const TensorList& momentum_buffers,
-                         const IntList& fresh_buffers, double weight_decay, double momentum, double lr,
-                         double dampening, bool nesterov, bool maximize) {
+void fused_sgd_cpu(const TensorList& params, const TensorList& grads, const TensorList& momentum_buffers,
+                   const IntList& fresh_buffers, double weight_decay, double momentum, double lr, double dampening,
+                   bool nesterov, bool maximize) {
   const char* op = "_fused_sgd";
   check_params(op, params);
   check_list(op, "grads", grads, params);
@@ -255,7 +254,6 @@ TensorList fused_sgd_cpu(const TensorList& params, const TensorList& grads, cons
   });
   commit_all(p);
   commit_all(buf);
-  return params;
 }
 
 }  // namespace ember::cpu

@@ -58,7 +58,8 @@ class OpCall:
       parameter is there, defaults included, in signature order (`out` comes last, in kwargs).
       Values are tensors, ints, floats, bools, strs, lists (`int[]`, `Tensor[]`), `ember.dtype`,
       `ember.device`, `ember.Generator` or None.
-    - `outputs`: a tuple with one item per return (a list for a `Tensor[]` return).
+    - `outputs`: a tuple with one item per return (a list for a `Tensor[]` return; empty for an op
+      returning nothing, `-> ()`, whose Python function returns None).
     - `depth`: 0 for a call the program made, n for a call made inside n other calls.
     - `in_backward`: the autograd engine made it.
     """
