@@ -6,7 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${1:-$root/build/dev}")
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  # One kernel file per translation unit: editing an op recompiles its own kernels only.
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_KERNEL_BATCH=1 \
     -DPython_EXECUTABLE="$(command -v python3)" \
     -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
 fi
