@@ -19,11 +19,11 @@ SCALAR_FUNCTIONS = {
     "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "lgamma": 1, "digamma": 1, "trigamma": 1,
     "where": 3, "clamp": 3, "clamp_mask": 3,
     "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "left_shift": 2, "right_shift": 2,
-    "gcd": 2, "lcm": 2, "nextafter": 2, "signbit": 1, "i0": 1, "i1": 1,
+    "gcd": 2, "lcm": 2, "nextafter": 2, "signbit": 1, "i0": 1, "i1": 1, "gelu_erf": 1, "gelu_erf_grad": 1,
 }
 # Those defined in aten/include/ember/math_extra.h: only the functors that call them include it,
 # so adding one recompiles those ops' kernels, not every kernel (as an edit of math.h does).
-EXTRA_FUNCTIONS = {"gcd", "lcm", "nextafter", "signbit", "i0", "i1"}
+EXTRA_FUNCTIONS = {"gcd", "lcm", "nextafter", "signbit", "i0", "i1", "gelu_erf", "gelu_erf_grad"}
 
 
 class ExprError(Exception):

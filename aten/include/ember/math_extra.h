@@ -1,10 +1,11 @@
 #pragma once
-// Functions of the `scalar:` language that few ops call (gcd, lcm, nextafter, signbit, i0, i1):
+// Functions of the `scalar:` language that few ops call (gcd, lcm, nextafter, signbit, i0, i1, gelu_erf*):
 // only those ops' functors include this header (codegen/expr.py EXTRA_FUNCTIONS), so editing it
 // does not recompile every kernel. Arguments are in the op's math type, as in math.h.
 #include <cmath>
 #include <type_traits>
 #include "ember/macros.h"
+#include "ember/math_gelu.h"
 
 namespace ember::math {
 

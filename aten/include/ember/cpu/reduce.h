@@ -14,6 +14,7 @@
 // into an accumulator, `merge` joins two accumulators (both are `combine` for
 // the generated reductions; var's Welford state differs from its input).
 #include <memory>
+#include <type_traits>
 #include <vector>
 #include "ember/cpu/loops.h"
 #include "ember/reduce.h"
@@ -220,7 +221,9 @@ class CpuReduction {
     fill(0);
     for (int64_t i = 0; i < n; i += group) {
       const int64_t e = std::min(n, i + group);
-      for (int64_t j = i; j < e; ++j) walk(d - 1, reinterpret_cast<char*>(level(0)), cs_.data(), in + j * is_[d]);
+      if (rows_of_columns(d)) rows_into(level(0), in + i * is_[d], is_[d], e - i);
+      else
+        for (int64_t j = i; j < e; ++j) walk(d - 1, reinterpret_cast<char*>(level(0)), cs_.data(), in + j * is_[d]);
       // Carry the group up: a level holding kLeaf partials passes them on.
       size_t l = 1;
       for (; l <= levels && filled[l - 1] + 1 == kLeaf; ++l) {
@@ -240,6 +243,31 @@ class CpuReduction {
     }
     for (size_t l = 2; l <= levels; ++l) add(1, l);
     combine_into(d - 1, out, ostr, reinterpret_cast<const char*>(level(1)));
+  }
+
+  // Column sums of a row-major matrix (the reduced dim 1 over contiguous kept columns, as bias gradients):
+  // rows_into folds rows four at a time, so the accumulators are read and written once per four rows,
+  // not per row (that traffic bounded the loop). Same-type ops only: merging Welford states costs more.
+  bool rows_of_columns(int d) const {
+    return std::is_same_v<T, In> && d == 1 && !reduced(0) && is_[0] == (int64_t)sizeof(In) &&
+           cs_[0] == (int64_t)sizeof(T);
+  }
+  void rows_into(T* __restrict acc, const char* in, int64_t rstride, int64_t rows) {
+    const int64_t w = shape_[0];
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const In* __restrict x0 = reinterpret_cast<const In*>(in + r * rstride);
+      const In* __restrict x1 = reinterpret_cast<const In*>(in + (r + 1) * rstride);
+      const In* __restrict x2 = reinterpret_cast<const In*>(in + (r + 2) * rstride);
+      const In* __restrict x3 = reinterpret_cast<const In*>(in + (r + 3) * rstride);
+#pragma omp simd
+      for (int64_t k = 0; k < w; ++k) {
+        const T a = ops_.reduce(ops_.reduce(ops_.init, x0[k]), x1[k]);
+        const T b = ops_.reduce(ops_.reduce(ops_.init, x2[k]), x3[k]);
+        acc[k] = ops_.merge(acc[k], ops_.merge(a, b));
+      }
+    }
+    for (; r < rows; ++r) reduce_run(ops_, reinterpret_cast<char*>(acc), sizeof(T), in + r * rstride, sizeof(In), w);
   }
 
   // out[kept index] = combine(out, src[kept index]) over the kept dims 0..d.
