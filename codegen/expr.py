@@ -118,6 +118,8 @@ def scalar_cpp(tree, names):
                 return f"(bool({args[0]}) ? M({args[1]}) : M({args[2]}))"
             if fn in ("clamp", "clamp_mask"):
                 return f"math::{fn}(M({args[0]}), {args[1]}, {args[2]})"
+            if fn == "nextafter":  # steps by the storage type's ulp (Half, BFloat16), see math_extra.h
+                return f"math::nextafter_in<T>(M({args[0]}), M({args[1]}))"
             return f"math::{fn}(" + ", ".join(f"M({a})" for a in args) + ")"
         raise ExprError(f"unsupported expression {ast.dump(n)}")
 

@@ -666,6 +666,11 @@ def test_indexing(long_mode):
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-30, 65504.0]
 # (op, dtype) where PyTorch 2.13 loses 1e-30: its bfloat16 erf gives 0 (ember: 1.13e-30, as float32 does).
 TORCH_FLUSHES_TINY = {("erf", "bfloat16")}
+# Ops whose special values cancel to an exact 0 (logaddexp2(-1, -1)) that PyTorch's FMA-contracted
+# kernel misses by an ulp of the inputs (-4.8e-17 in float64): compared to 8 ulps of 1 absolute there.
+TORCH_CANCELS = {"logaddexp2"}
+# (op, dtype) where PyTorch 2.13's ±0 ties go to `other` while its other dtypes (and ember's all) give `self`.
+TORCH_ZERO_TIES_TO_OTHER = {("fmax", "bfloat16"), ("fmin", "bfloat16")}
 
 
 def _special_tol(op, dtype):
@@ -699,10 +704,12 @@ def test_special_values_match_pytorch(name):
             except Exception as e:      # noqa: BLE001
                 report.error(what, e)
                 continue
-            report.check(what, result, expected.double().numpy(), dtype_of(expected),
-                         _special_tol(op, dtype_of(expected)) if expected.is_floating_point() else None,
-                         source="PyTorch")
-            if expected.is_floating_point():
+            tol = _special_tol(op, dtype_of(expected)) if expected.is_floating_point() else None
+            if name in TORCH_CANCELS:
+                tol = Tol(tol.rtol, max(tol.atol, 8 * EPS[dtype_of(expected)]))
+            report.check(what, result, expected.double().numpy(), dtype_of(expected), tol, source="PyTorch")
+            if expected.is_floating_point() and name not in TORCH_CANCELS and \
+                    (name, dtype) not in TORCH_ZERO_TIES_TO_OTHER:
                 zeros = (expected == 0).numpy()
                 got = np.signbit(result.double().numpy()[zeros]) if zeros.any() else None
                 if got is not None and not np.array_equal(got, np.signbit(expected.double().numpy()[zeros])):

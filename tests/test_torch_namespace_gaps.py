@@ -201,6 +201,14 @@ def test_logaddexp2_nextafter_ldexp_logical_xor():
     for dt in (np.float32, np.float64):
         x, y = np.array([1.0, 0.0, -2.0, 5.0], dtype=dt), np.array([2.0, -1.0, -3.0, 5.0], dtype=dt)
         np.testing.assert_array_equal(ember.nextafter(ember.tensor(x), ember.tensor(y)).numpy(), np.nextafter(x, y))
+    # float16 steps by its own ulp (it computes in float32): from inf to the largest finite, from 0 to a subnormal
+    x = np.array([np.inf, 0.0, -0.0, 1.0, -1.0, 65504.0, -np.inf, -6e-8, 3.0, np.nan], dtype=np.float16)
+    y = np.array([0.0, 1.0, -1.0, 2.0, 0.0, np.inf, 0.0, 1.0, 3.0, 1.0], dtype=np.float16)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(ember.nextafter(ember.tensor(x), ember.tensor(y)).numpy(), np.nextafter(x, y))
+    bf = ember.tensor([float("inf"), 1.0, 0.0], dtype=ember.bfloat16)
+    assert ember.nextafter(bf, ember.zeros(3, dtype=ember.bfloat16) + 5).tolist() == [3.3895313892515355e38, 1.0078125,
+                                                                                     9.183549615799121e-41]
     assert ember.ldexp(ember.tensor([4, 6, -3]), ember.tensor([6, 4, 2])).tolist() == [256.0, 96.0, -12.0]
     x = ember.tensor([1.5, -2.0])
     assert ember.ldexp_(x, ember.tensor([2, -1])) is x and x.tolist() == [6.0, -1.0]

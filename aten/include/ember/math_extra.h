@@ -4,6 +4,7 @@
 // does not recompile every kernel. Arguments are in the op's math type, as in math.h.
 #include <cmath>
 #include <type_traits>
+#include "ember/half.h"
 #include "ember/macros.h"
 #include "ember/math_gelu.h"
 
@@ -31,7 +32,21 @@ template <typename T> EMBER_HD inline T lcm(T a, T b) {
   return m;
 }
 
-template <typename T> EMBER_HD inline T nextafter(T a, T b) { return std::nextafter(a, b); }
+// nextafter in the precision of the storage type T, on math-type values: for Half/BFloat16 the step is
+// T's ulp, not float's (nextafter(inf, 0) is T's largest finite value, not an inf rounded back).
+template <typename T, typename M> EMBER_HD inline M nextafter_in(M a, M b) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    if (a != a || b != b) return a + b;  // a NaN
+    if (a == b) return b;
+    T r(a);  // exact: a came from T
+    if ((r.x & 0x7fff) == 0) r.x = b > 0 ? 0x0001 : 0x8001;  // from ±0, the smallest subnormal towards b
+    else if ((a < b) == (a > 0)) ++r.x;                       // away from zero: the magnitude grows
+    else --r.x;
+    return M(r);
+  } else {
+    return std::nextafter(a, b);
+  }
+}
 
 // The sign bit: set for -0.0 and a negative NaN; negative integers; never for bool/unsigned.
 template <typename T> EMBER_HD inline bool signbit(T x) {
