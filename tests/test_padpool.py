@@ -446,7 +446,6 @@ BICUBIC_ERRORS = [
      r"Input and output sizes should be greater than 0, but got input \(H: 0, W: 4\) output \(H: 2, W: 3\)"),
     (lambda F, x: F.interpolate(x[0], size=4, mode="bicubic"), NotImplementedError,
      r"Input Error: Only 3D, 4D and 5D input Tensors supported \(got 3D\)"),
-    (lambda F, x: F.interpolate(x, size=4, mode="bicubic", align_corners=False, antialias=True), NotImplementedError, None),
     (lambda F, x: F.interpolate(x.long(), size=4, mode="bicubic"), NotImplementedError, "not implemented for 'Long'"),
 ]
 

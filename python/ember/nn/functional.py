@@ -570,17 +570,26 @@ def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resamples the spatial dims (after batch and channel) of a 3-D, 4-D or 5-D input to `size` or by
-    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D), 'trilinear' (5-D)
-    or 'area'."""
+    `scale_factor`: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D), 'trilinear' (5-D),
+    'lanczos' (4-D, antialias=True) or 'area'; antialias=True filters 4-D bilinear/bicubic/lanczos as Pillow."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: " + _INTERPOLATING)
     elif align_corners is None:
         align_corners = False
     output_size, scales = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
     ndim = input.dim()
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                         "4-D tensor as input")
+    if ndim == 4 and mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:
+        from ._interpolate_aa import interpolate_aa
+        return interpolate_aa(input, output_size, mode, align_corners, scales)
     if ndim in (3, 4, 5) and mode in ("nearest", "nearest-exact"):
         # PyTorch's entry points (and nodes: UpsampleNearest2DBackward0, ...) over ember's one _upsample kernel
         exact = "_upsample_nearest_exact" if mode == "nearest-exact" else "upsample_nearest"
@@ -605,7 +614,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs}D input")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the modes: nearest | linear | "
-        f"bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+        f"bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})")
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
