@@ -78,7 +78,8 @@ void check_floating(const Tensor& self, const char* op) {
 }
 
 // PyTorch's version counter moves once per in-place op; the fills below write self in several
-// steps (draw, scale, shift), so the count is set once when they are done.
+// steps (draw, scale, shift), so the count is set once when they are done. Safe here only: the steps
+// after the draw run without grad, so nothing saved self at an in-between version (not a codegen rule).
 Tensor counted_as_one_write(const Tensor& self, uint32_t version_on_entry) {
   self.storage()->version.store(version_on_entry + 1, std::memory_order_relaxed);
   return self;
